@@ -1,0 +1,231 @@
+"""Typed configuration: one dataclass per concern.
+
+* `ModelConfig`: the discriminator's architecture (and the generator's size).
+* `PretrainingConfig`: the pre-training objective, masking and sampling.
+* `OptimizerConfig`: optimiser and learning-rate schedule.
+
+Every config is plain data (JSON in, JSON out, never evaluated) and `override()`
+rejects unknown keys, so a typo in `--hparams` fails loudly instead of being
+silently ignored.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Self
+
+
+class ConfigError(ValueError):
+    """A configuration value is unknown, of the wrong type or out of range."""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Config:
+    def override(self, **changes: Any) -> Self:
+        """Returns a copy with `changes` applied; unknown keys raise `ConfigError`."""
+        known = {f.name: f for f in dataclasses.fields(self)}
+        for key, value in changes.items():
+            if key not in known:
+                raise ConfigError(
+                    f"Unknown hparam {key!r} for {type(self).__name__}; "
+                    f"known: {', '.join(sorted(known))}"
+                )
+            expected = type(getattr(self, key))
+            if (
+                expected is float
+                and isinstance(value, int)
+                and not isinstance(value, bool)
+            ):
+                changes[key] = float(value)
+            elif getattr(self, key) is not None and not isinstance(value, expected):
+                raise ConfigError(
+                    f"hparam {key!r} of {type(self).__name__} must be "
+                    f"{expected.__name__}, got {value!r}"
+                )
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict[str, Any]) -> Self:
+        return cls().override(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig(_Config):
+    """Architecture of the discriminator encoder and of the generator."""
+
+    # Number of WordPiece ids; the token embedding has this many rows.
+    vocabulary_size: int = 30522
+    # Transformer blocks in the discriminator (the generator has as many unless
+    # `generator_layers` says otherwise).
+    num_layers: int = 12
+    # Discriminator hidden width H.
+    hidden_dim: int = 256
+    # Width E of the shared token/position/segment embeddings. When E != H each
+    # tower projects E -> its own width with its own dense layer.
+    embedding_dim: int = 128
+    # Attention heads; 0 means the original rule max(1, hidden_dim // 64).
+    num_heads: int = 0
+    # Feed-forward width; 0 means the original rule 4 * hidden_dim.
+    intermediate_dim: int = 0
+    # Dropout on embeddings, attention probabilities and block outputs.
+    dropout: float = 0.1
+    # Rows of the position embedding: the longest sequence the model accepts.
+    max_sequence_length: int = 512
+    # Rows of the segment (token type) embedding.
+    num_segments: int = 2
+    # LayerNorm epsilon; the original uses 1e-12 (Keras' default is 1e-3).
+    layer_norm_epsilon: float = 1e-12
+    # Stddev of the truncated-normal initialiser.
+    initializer_range: float = 0.02
+    # Generator width as a fraction of hidden_dim (small: 1/4, base: 1/3).
+    generator_hidden_size: float = 0.25
+    # Generator depth; 0 means the same as `num_layers`.
+    generator_layers: int = 0
+    # Share the whole embedding block (token, position, segment embeddings and
+    # their LayerNorm) between generator and discriminator, as the original
+    # does by default. False gives the generator an embedding block of its own
+    # (the original's `untied_generator_embeddings`). Either way the generator's
+    # MLM output matrix is its own token embedding, transposed.
+    tie_embeddings: bool = True
+
+    def __post_init__(self):
+        for name in ("vocabulary_size", "num_layers", "hidden_dim", "embedding_dim"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        if not 0.0 < self.generator_hidden_size <= 1.0:
+            raise ConfigError(
+                "generator_hidden_size must be in (0, 1], got "
+                f"{self.generator_hidden_size}"
+            )
+        if self.resolved_num_heads and self.hidden_dim % self.resolved_num_heads:
+            raise ConfigError(
+                f"hidden_dim {self.hidden_dim} is not divisible by "
+                f"num_heads {self.resolved_num_heads}"
+            )
+
+    # Derived values live here, in one place.
+    @property
+    def resolved_num_heads(self) -> int:
+        return self.num_heads or max(1, self.hidden_dim // 64)
+
+    @property
+    def resolved_intermediate_dim(self) -> int:
+        return self.intermediate_dim or 4 * self.hidden_dim
+
+    @property
+    def generator_hidden_dim(self) -> int:
+        return max(1, int(round(self.hidden_dim * self.generator_hidden_size)))
+
+    @property
+    def generator_num_heads(self) -> int:
+        return max(1, self.generator_hidden_dim // 64)
+
+    @property
+    def generator_intermediate_dim(self) -> int:
+        return 4 * self.generator_hidden_dim
+
+    @property
+    def generator_num_layers(self) -> int:
+        return self.generator_layers or self.num_layers
+
+
+OBJECTIVES = ("electra", "mlm")
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingConfig(_Config):
+    """The pre-training objective: masking, sampling and loss weights."""
+
+    # "electra" (replaced token detection) or "mlm" (the BERT baseline: the
+    # same masking and model, trained on the MLM loss alone).
+    objective: str = "electra"
+    # Sequence length of the TFRecords and of every batch (static on TPU).
+    max_seq_length: int = 128
+    # Fraction of real tokens to mask.
+    mask_prob: float = 0.15
+    # Of the masked positions, the fraction shown as [MASK]; the rest keep the
+    # original token. ELECTRA never substitutes a random token.
+    mask_token_prob: float = 0.85
+    # Weight of the generator's MLM loss in the summed loss.
+    gen_weight: float = 1.0
+    # Weight of the discriminator's RTD loss in the summed loss.
+    disc_weight: float = 50.0
+    # Softmax temperature when sampling replacements from the generator.
+    temperature: float = 1.0
+    # Never sample the original token (its logit is pushed down by 1e3).
+    disallow_correct: bool = False
+    # Replace masked tokens with uniformly random tokens instead of generator
+    # samples (the paper's "unigram/uniform generator" ablation).
+    uniform_generator: bool = False
+    # Seed of every random draw in the train step. Draws are keyed by
+    # (seed, optimizer step, global example index), so a resumed run and a run
+    # on a different number of replicas see the same masks and samples.
+    seed: int = 0
+
+    def __post_init__(self):
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(
+                f"objective must be one of {OBJECTIVES}, got {self.objective!r}"
+            )
+        if not 0.0 < self.mask_prob < 1.0:
+            raise ConfigError(f"mask_prob must be in (0, 1), got {self.mask_prob}")
+        if not 0.0 <= self.mask_token_prob <= 1.0:
+            raise ConfigError(
+                f"mask_token_prob must be in [0, 1], got {self.mask_token_prob}"
+            )
+        if self.temperature <= 0.0:
+            raise ConfigError(f"temperature must be > 0, got {self.temperature}")
+        if self.max_seq_length < 8:
+            raise ConfigError(
+                f"max_seq_length must be at least 8, got {self.max_seq_length}"
+            )
+
+    @property
+    def max_predictions_per_seq(self) -> int:
+        """Masked slots per example, computed as the original does (19 at 128)."""
+        return int((self.mask_prob + 0.005) * self.max_seq_length)
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig(_Config):
+    """Adam with decoupled weight decay and the warm-up x linear-decay schedule."""
+
+    # Peak learning rate (never quite reached: warm-up and decay multiply).
+    learning_rate: float = 5e-4
+    # Steps of linear warm-up.
+    warmup_steps: int = 10000
+    # Step at which the learning rate reaches zero.
+    total_steps: int = 1000000
+    # Exponent of the polynomial decay (1 = linear).
+    decay_power: float = 1.0
+    # Decoupled weight decay; LayerNorm weights and biases are excluded.
+    weight_decay: float = 0.01
+    beta_1: float = 0.9
+    beta_2: float = 0.999
+    epsilon: float = 1e-6
+    # Clip the (cross-replica) gradient to this global norm; 0 disables.
+    clip_norm: float = 1.0
+    # Micro-batches whose gradients are summed before one update.
+    gradient_accumulation_steps: int = 1
+
+    def __post_init__(self):
+        if self.learning_rate <= 0.0:
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.total_steps <= 0:
+            raise ConfigError(f"total_steps must be > 0, got {self.total_steps}")
+        if self.warmup_steps < 0:
+            raise ConfigError(f"warmup_steps must be >= 0, got {self.warmup_steps}")
+        if self.gradient_accumulation_steps < 1:
+            raise ConfigError(
+                "gradient_accumulation_steps must be >= 1, got "
+                f"{self.gradient_accumulation_steps}"
+            )
