@@ -1,0 +1,92 @@
+"""The generator: an encoder plus keras-hub's masked-LM head at masked positions."""
+
+from __future__ import annotations
+
+import keras
+from keras_hub.layers import MaskedLMHead
+
+from electra_tf.encoder import ElectraEncoder, truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraGenerator(keras.Model):
+    """Masked-LM logits at the masked positions only.
+
+    The head is the original's: dense(E) -> GELU -> LayerNorm -> logits =
+    h @ token_embedding^T + bias (keras-hub's `MaskedLMHead` is exactly this).
+    Gathering before the head means the [B, L, V] logits tensor is never built:
+    only [B, N, V] with N = max_predictions_per_seq (19 of 128).
+
+    Inputs: `token_ids`, `segment_ids`, `padding_mask` int32 [B, L] and
+    `mask_positions` int32 [B, N]. Output: float32 logits [B, N, V].
+
+    Args:
+        encoder: an `ElectraEncoder` (in ELECTRA, one sharing the
+            discriminator's embeddings; for the MLM baseline, the
+            discriminator's encoder itself).
+    """
+
+    def __init__(self, encoder, **kwargs):
+        # === Layers ===
+        self.encoder = encoder
+        self.mlm_head = MaskedLMHead(
+            token_embedding=encoder.token_embedding,
+            intermediate_activation="gelu",
+            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            kernel_initializer=truncated_normal(encoder.initializer_range),
+            dtype=encoder.dtype_policy,
+            name="mlm_head",
+        )
+        # Sampling and losses need float32 logits under mixed precision.
+        self.logits_cast = keras.layers.Activation(
+            "linear", dtype="float32", name="mlm_logits"
+        )
+
+        # === Functional Model ===
+        inputs = {
+            name: keras.Input(shape=(None,), dtype="int32", name=name)
+            for name in ("token_ids", "segment_ids", "padding_mask", "mask_positions")
+        }
+        sequence_output = encoder(
+            {k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+        )["sequence_output"]
+        logits = self.mlm_head(sequence_output, mask_positions=inputs["mask_positions"])
+        super().__init__(inputs=inputs, outputs=self.logits_cast(logits), **kwargs)
+
+    def get_config(self):
+        return {"encoder": keras.layers.serialize(self.encoder), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.layers.deserialize(config["encoder"])
+        return cls(**config)
+
+
+def standalone_generator(generator: ElectraGenerator) -> ElectraGenerator:
+    """A copy of `generator` that owns its embeddings, for saving on its own."""
+    source = generator.encoder
+    encoder = ElectraEncoder.from_config(
+        {
+            **{
+                k: getattr(source, k)
+                for k in (
+                    "vocabulary_size",
+                    "num_layers",
+                    "num_heads",
+                    "hidden_dim",
+                    "embedding_dim",
+                    "intermediate_dim",
+                    "dropout",
+                    "max_sequence_length",
+                    "num_segments",
+                    "layer_norm_epsilon",
+                    "initializer_range",
+                )
+            },
+            "name": "generator_encoder",
+        }
+    )
+    copy = ElectraGenerator(encoder, name="generator")
+    copy.set_weights(generator.get_weights())
+    return copy
