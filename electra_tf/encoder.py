@@ -183,10 +183,12 @@ class ElectraEncoder(keras_hub.models.Backbone):
         self.num_segments = num_segments
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
-        self.embedding_source = embedding_source
+        # A flag, not the source itself: storing the source layer here would make
+        # Keras track (and save) the whole discriminator inside the generator.
+        self.shares_embeddings = embedding_source is not None
 
     def get_config(self):
-        if self.embedding_source is not None:
+        if self.shares_embeddings:
             raise NotImplementedError(
                 "An encoder that shares another's embeddings is not serialisable "
                 "on its own; save the ElectraPretrainer that owns both."
