@@ -1,0 +1,62 @@
+"""Configs reject unknown keys and out-of-range values; presets match the paper."""
+
+import pytest
+
+from electra_tf.config import (
+    ConfigError,
+    ModelConfig,
+    OptimizerConfig,
+    PretrainingConfig,
+)
+from electra_tf.presets import PRESETS, get_preset
+
+
+def test_unknown_key_is_rejected_with_its_name():
+    with pytest.raises(ConfigError, match="Unknown hparam 'mask_probability'"):
+        PretrainingConfig().override(mask_probability=0.2)
+
+
+@pytest.mark.parametrize(
+    "config, changes",
+    [
+        (PretrainingConfig(), {"mask_prob": 0.0}),
+        (PretrainingConfig(), {"mask_prob": 1.0}),
+        (PretrainingConfig(), {"temperature": 0.0}),
+        (PretrainingConfig(), {"objective": "gan"}),
+        (ModelConfig(), {"hidden_dim": 100, "num_heads": 3}),
+        (ModelConfig(), {"generator_hidden_size": 0.0}),
+        (OptimizerConfig(), {"learning_rate": -1.0}),
+        (PretrainingConfig(), {"mask_prob": "0.2"}),
+    ],
+)
+def test_out_of_range_values_are_rejected(config, changes):
+    with pytest.raises(ConfigError):
+        config.override(**changes)
+
+
+def test_round_trip_through_dict():
+    config = ModelConfig(hidden_dim=128, generator_hidden_size=0.5)
+    assert ModelConfig.from_dict(config.to_dict()) == config
+
+
+def test_presets_have_the_paper_sizes():
+    small, base, large = (get_preset(n).model for n in ("small", "base", "large"))
+    assert (small.hidden_dim, small.embedding_dim, small.generator_hidden_dim) == (
+        256,
+        128,
+        64,
+    )
+    assert small.resolved_num_heads == 4 and small.resolved_intermediate_dim == 1024
+    assert (base.hidden_dim, base.generator_hidden_dim) == (768, 256)
+    assert (large.num_layers, large.hidden_dim, large.generator_hidden_dim) == (
+        24,
+        1024,
+        256,
+    )
+    assert get_preset("large").pretraining.mask_prob == 0.25
+    plus = get_preset("small++")
+    assert plus.model.generator_hidden_dim == 256
+    assert plus.pretraining.max_seq_length == 512
+    assert {"tiny", "small", "small++", "base", "large"} <= set(PRESETS)
+    with pytest.raises(ConfigError, match="Unknown preset"):
+        get_preset("medium")
