@@ -1,0 +1,65 @@
+"""Run by tests/test_distribution.py in a fresh process (logical devices must be
+configured before TensorFlow initialises): one training step on 2 logical CPUs
+under MirroredStrategy vs one step on one device, same global batch.
+Prints the largest weight difference as JSON."""
+
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 2
+)
+
+sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import numpy as np  # noqa: E402
+from conftest import make_pretrainer, random_batch  # noqa: E402
+
+from electra_tf.optimizer import ElectraAdam  # noqa: E402
+from electra_tf.presets import get_preset  # noqa: E402
+
+
+def build(strategy, weights=None):
+    preset = get_preset("tiny")
+    with strategy.scope():
+        model = make_pretrainer(
+            preset.model.override(vocabulary_size=200, dropout=0.0),
+            preset.pretraining.override(max_seq_length=32),
+        )
+        # A large rate and a clip norm the gradient exceeds, so both the
+        # gradient sum and the clipping order show in the weights.
+        model.compile(
+            optimizer=ElectraAdam(learning_rate=1e-2, global_clipnorm=0.5),
+            jit_compile=False,
+        )
+        if weights is not None:
+            model.set_weights(weights)
+    return model
+
+
+def main():
+    # Uneven real lengths across the two halves: a per-replica mean would differ.
+    batch = random_batch(batch_size=8, length=32, seed=11)
+    batch["padding_mask"][:4, 20:] = 0
+    batch["token_ids"][:4, 20:] = 0
+    dataset = tf.data.Dataset.from_tensor_slices(batch).batch(8).repeat()
+    single = build(tf.distribute.get_strategy())
+    start = single.get_weights()
+    mirrored = build(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), start)
+    single.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
+    mirrored.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
+    diff = max(
+        float(np.abs(a - b).max())
+        for a, b in zip(single.get_weights(), mirrored.get_weights())
+    )
+    moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), start))
+    print(json.dumps({"max_difference": diff, "max_update": moved}))
+
+
+if __name__ == "__main__":
+    main()
