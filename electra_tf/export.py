@@ -1,0 +1,121 @@
+"""Exports of a pre-trained ELECTRA: keras-hub preset, generator, SavedModel."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from electra_tf.generator import standalone_generator
+from electra_tf.keras_hub_conversion import save_keras_hub_preset
+
+
+class DiscriminatorServing(tf.Module):
+    """What the discriminator SavedModel serves.
+
+    Signatures:
+      * `serving_default` / `detect_replaced_tokens_ids`: int32 `token_ids`,
+        `segment_ids`, `padding_mask` [batch, length] -> float32
+        `replaced_probability` [batch, length], `sequence_output`
+        [batch, length, H], `pooled_output` [batch, H].
+      * `detect_replaced_tokens_text`: a tf.string `text` [batch] -> the same
+        plus the `token_ids` it tokenised (WordPiece and packing run in the
+        graph; text longer than `sequence_length` tokens is truncated).
+    Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
+    """
+
+    def __init__(self, discriminator, tokenizer, sequence_length):
+        super().__init__()
+        self.discriminator = discriminator
+        self.tokenizer = tokenizer
+        self.packer = keras_hub.layers.MultiSegmentPacker(
+            sequence_length=sequence_length,
+            start_value=tokenizer.cls_token_id,
+            end_value=tokenizer.sep_token_id,
+            pad_value=tokenizer.pad_token_id,
+        )
+
+    def _outputs(self, inputs):
+        logits = self.discriminator(inputs, training=False)
+        encoded = self.discriminator.encoder(inputs, training=False)
+        return {
+            "replaced_probability": tf.sigmoid(logits),
+            "sequence_output": tf.cast(encoded["sequence_output"], tf.float32),
+            "pooled_output": tf.cast(encoded["pooled_output"], tf.float32),
+        }
+
+    @tf.function(
+        input_signature=[
+            {
+                name: tf.TensorSpec([None, None], tf.int32, name=name)
+                for name in ("token_ids", "segment_ids", "padding_mask")
+            }
+        ]
+    )
+    def detect_replaced_tokens_ids(self, inputs):
+        return self._outputs(inputs)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def detect_replaced_tokens_text(self, text):
+        token_ids, segment_ids = self.packer(self.tokenizer(text))
+        token_ids = tf.cast(token_ids, tf.int32)
+        inputs = {
+            "token_ids": token_ids,
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(token_ids != self.tokenizer.pad_token_id, tf.int32),
+        }
+        return {**self._outputs(inputs), "token_ids": token_ids}
+
+
+def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True):
+    """Writes everything a user takes away from pre-training.
+
+    * `discriminator/`: a keras-hub preset (`keras_hub.models.ElectraBackbone`
+      + `ElectraTokenizer`), what fine-tuning loads;
+    * `discriminator.keras`: the discriminator with its RTD head;
+    * `generator.keras`: the generator with its own copy of the embeddings;
+    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`).
+    Returns the paths by name.
+    """
+    tf.io.gfile.makedirs(export_dir)
+    paths = {
+        "discriminator_preset": os.path.join(export_dir, "discriminator"),
+        "discriminator": os.path.join(export_dir, "discriminator.keras"),
+        "generator": os.path.join(export_dir, "generator.keras"),
+        "saved_model": os.path.join(export_dir, "saved_model"),
+    }
+    save_keras_hub_preset(
+        pretrainer.discriminator_encoder,
+        vocabulary_tokens,
+        paths["discriminator_preset"],
+        lowercase=lowercase,
+    )
+    if pretrainer.discriminator is not None:
+        pretrainer.discriminator.save(paths["discriminator"])
+    standalone_generator(pretrainer.generator).save(paths["generator"])
+    if pretrainer.discriminator is not None:
+        tokenizer = keras_hub.models.ElectraTokenizer(
+            vocabulary=list(vocabulary_tokens), lowercase=lowercase
+        )
+        serving = DiscriminatorServing(
+            pretrainer.discriminator,
+            tokenizer,
+            pretrainer.pretraining_config.max_seq_length,
+        )
+        tf.saved_model.save(
+            serving,
+            paths["saved_model"],
+            signatures={
+                "serving_default": serving.detect_replaced_tokens_ids,
+                "detect_replaced_tokens_ids": serving.detect_replaced_tokens_ids,
+                "detect_replaced_tokens_text": serving.detect_replaced_tokens_text,
+            },
+        )
+    return paths
+
+
+def load_generator(path):
+    """Loads `generator.keras` (safe mode: no lambdas or arbitrary code)."""
+    return keras.models.load_model(path, safe_mode=True)
