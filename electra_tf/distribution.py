@@ -1,0 +1,53 @@
+"""`tf.distribute` strategies and Keras dtype policies for a run."""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+
+class DistributionError(RuntimeError):
+    """A strategy cannot be set up here (no TPU, a bad TF_CONFIG, ...)."""
+
+
+def make_strategy(
+    name: str,
+    tpu: str | None = None,
+    tpu_zone: str | None = None,
+    gcp_project: str | None = None,
+    devices: list[str] | None = None,
+) -> tf.distribute.Strategy:
+    """Returns the strategy called `name`.
+
+    * `default`: one device (the first GPU if any, else the CPU).
+    * `mirrored`: all local GPUs (or `devices`), all-reduce between them.
+    * `multi_worker`: `MultiWorkerMirroredStrategy` configured from TF_CONFIG.
+    * `tpu`: `TPUStrategy` on the TPU named by `tpu` (a name, a grpc://
+      address, or "local" on a TPU VM), connected and initialised here.
+    """
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "mirrored":
+        return tf.distribute.MirroredStrategy(devices=devices)
+    if name == "multi_worker":
+        return tf.distribute.MultiWorkerMirroredStrategy()
+    if name == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+                tpu=tpu or "", zone=tpu_zone, project=gcp_project
+            )
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, RuntimeError, tf.errors.OpError) as error:
+            raise DistributionError(
+                f"No TPU found for --tpu={tpu or '(unset)'} "
+                f"(zone={tpu_zone}, project={gcp_project}): {error}. On a Cloud "
+                "TPU VM pass --tpu=local; elsewhere pass the TPU's name."
+            ) from error
+        return tf.distribute.TPUStrategy(resolver)
+    raise DistributionError(f"Unknown strategy {name!r}")
+
+
+def set_precision(precision: str) -> None:
+    """Sets the global Keras dtype policy; models must be built after this."""
+    keras.mixed_precision.set_global_policy(precision)
