@@ -8,7 +8,8 @@ whatever --processes is. Refuses a non-empty output directory unless --overwrite
 (which replaces only shard files and stats.json; nothing else is deleted).
 
 Example:
-  python pretrain/build_data.py --input ../shared/data/corpus --output-dir data/corpus128
+  python pretrain/build_data.py --input ../shared/data/corpus \
+      --output-dir data/corpus128
 """
 
 from __future__ import annotations

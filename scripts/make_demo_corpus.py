@@ -1,4 +1,6 @@
-"""Makes electra_tf/assets/corpus/ from ../shared/data/corpus (run once; kept for provenance).
+"""Makes electra_tf/assets/corpus/ from ../shared/data/corpus.
+
+Run once; kept for provenance.
 
 Takes whole documents from the start of the Brown Corpus and of the Python 3.11
 manual until each reaches its byte budget, keeping the one-sentence-per-line,

@@ -1,4 +1,7 @@
-"""Reading raw pre-training text: one sentence per line, blank line between documents."""
+"""Reading raw pre-training text.
+
+The format: one sentence per line, a blank line between documents.
+"""
 
 from __future__ import annotations
 

@@ -38,10 +38,11 @@ class ExampleBuilder:
     * a document boundary closes the current example; examples never span
       documents.
 
-    Two changes: the original can put a sentence into A after B has started
-    (reordering the text); here, once B starts, the rest goes to B. And the original DROPS the tokens that do not fit an example. Here
-    they are carried into the next example of the same document, so every
-    token of the corpus appears in exactly one example, in order.
+    Two changes. The original can put a sentence into A after B has started
+    (reordering the text); here, once B starts, the rest goes to B. And the
+    original DROPS the tokens that do not fit an example; here they are
+    carried into the next example of the same document, so every token of
+    the corpus appears in exactly one example, in order.
 
     Args:
         max_seq_length: length of every example, specials and padding included.

@@ -36,7 +36,9 @@ def check_sequence_length(path: str, max_seq_length: int) -> None:
     try:
         record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     except tf.errors.OpError as error:
-        raise DataError(f"{path} is not a readable TFRecord file: {error.message}")
+        raise DataError(
+            f"{path} is not a readable TFRecord file: {error.message}"
+        ) from error
     if record is None:
         raise DataError(f"{path} holds no records")
     try:
@@ -46,7 +48,9 @@ def check_sequence_length(path: str, max_seq_length: int) -> None:
             for name in FEATURE_TO_INPUT
         }
     except Exception as error:  # a protobuf decode error has no common base
-        raise DataError(f"{path} does not hold tf.train.Example records: {error}")
+        raise DataError(
+            f"{path} does not hold tf.train.Example records: {error}"
+        ) from error
     for name, length in lengths.items():
         if length != max_seq_length:
             raise DataError(

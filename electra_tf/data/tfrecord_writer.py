@@ -226,7 +226,7 @@ def build_pretraining_data(
             for path in paths:
                 tf.io.gfile.remove(path + ".tmp")
         raise CorpusError(f"the corpus has no text: {', '.join(files)}")
-    for split, paths in final.items():
+    for paths in final.values():
         for path in paths:
             tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
     stats = {
