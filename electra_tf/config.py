@@ -229,3 +229,94 @@ class OptimizerConfig(_Config):
                 "gradient_accumulation_steps must be >= 1, got "
                 f"{self.gradient_accumulation_steps}"
             )
+
+
+STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingConfig(_Config):
+    """How a pre-training run is driven: steps, batches, devices, files."""
+
+    # Directory for checkpoints, TensorBoard logs, metrics and exports.
+    model_dir: str = "runs/pretrain"
+    # TFRecord file pattern(s) of training data, comma-separated.
+    train_data: str = ""
+    # TFRecord file pattern(s) of held-out data; empty = no evaluation.
+    eval_data: str = ""
+    # Optimizer updates to train for (the run resumes until it reaches this).
+    train_steps: int = 1000
+    # GLOBAL batch size (split across replicas).
+    batch_size: int = 32
+    # Save a checkpoint every this many steps (also the length of one Keras
+    # "epoch", so evaluation and logging happen on the same boundaries).
+    checkpoint_every: int = 100
+    # Checkpoints kept on disk.
+    keep_checkpoints: int = 3
+    # Evaluate on `eval_data` every this many checkpoints (0 = only at the end).
+    eval_every_checkpoints: int = 1
+    # Batches per evaluation.
+    eval_steps: int = 20
+    # "default" (one device), "mirrored", "multi_worker" or "tpu".
+    strategy: str = "default"
+    # Keras dtype policy: "float32", "mixed_bfloat16" or "mixed_float16".
+    precision: str = "float32"
+    # Compile the train step with XLA.
+    jit_compile: bool = True
+    # Train steps per host round trip (TPUs want many).
+    steps_per_execution: int = 1
+    # Examples in the input pipeline's shuffle buffer.
+    shuffle_buffer: int = 10000
+    # Seed of file and example shuffling.
+    data_seed: int = 0
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(
+                f"strategy must be one of {STRATEGIES}, got {self.strategy!r}"
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"precision must be one of {PRECISIONS}, got {self.precision!r}"
+            )
+        for name in ("train_steps", "batch_size", "checkpoint_every", "eval_steps"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.train_steps % self.checkpoint_every:
+            raise ConfigError(
+                f"train_steps ({self.train_steps}) must be a multiple of "
+                f"checkpoint_every ({self.checkpoint_every})"
+            )
+        if self.checkpoint_every % self.steps_per_execution:
+            raise ConfigError(
+                f"checkpoint_every ({self.checkpoint_every}) must be a multiple of "
+                f"steps_per_execution ({self.steps_per_execution})"
+            )
+
+
+def apply_hparams(
+    configs: dict[str, _Config], hparams: dict[str, Any]
+) -> dict[str, _Config]:
+    """Routes flat `{name: value}` overrides to the config that has the field.
+
+    Field names are unique across our configs, so `{"mask_prob": 0.2,
+    "hidden_dim": 128}` needs no nesting. A key no config has raises
+    `ConfigError` naming it.
+    """
+    updated = dict(configs)
+    for key, value in hparams.items():
+        owners = [
+            name
+            for name, config in updated.items()
+            if key in {f.name for f in dataclasses.fields(config)}
+        ]
+        if not owners:
+            known = sorted(
+                f.name
+                for config in updated.values()
+                for f in dataclasses.fields(config)
+            )
+            raise ConfigError(f"Unknown hparam {key!r}; known: {', '.join(known)}")
+        updated[owners[0]] = updated[owners[0]].override(**{key: value})
+    return updated
