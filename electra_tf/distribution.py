@@ -51,3 +51,27 @@ def make_strategy(
 def set_precision(precision: str) -> None:
     """Sets the global Keras dtype policy; models must be built after this."""
     keras.mixed_precision.set_global_policy(precision)
+
+
+def accelerators_present(strategy: tf.distribute.Strategy | None = None) -> bool:
+    """True when the strategy (or this host) has a GPU or TPU."""
+    if isinstance(strategy, tf.distribute.TPUStrategy):
+        return True
+    return bool(tf.config.list_logical_devices("GPU")) or bool(
+        tf.config.list_logical_devices("TPU")
+    )
+
+
+def resolve_jit_compile(mode: str, strategy=None) -> bool:
+    """`on`/`off`, or `auto`: XLA on GPUs and TPUs only.
+
+    Why not on CPUs: Keras' dropout draws its random numbers with a stateless
+    RNG that XLA compiles into very slow CPU code (measured here: a tiny-preset
+    train step took 1.07 s with XLA against 0.13 s without; with dropout 0 the
+    two were equal). On GPUs and TPUs XLA is the faster choice.
+    """
+    if mode not in ("auto", "on", "off"):
+        raise DistributionError(f"jit mode must be auto, on or off, got {mode!r}")
+    if mode == "auto":
+        return accelerators_present(strategy)
+    return mode == "on"
