@@ -244,9 +244,10 @@ def build_pretraining_data(
         "strip_accents": strip_accents,
         "seed": seed,
         "num_shards": num_shards,
-        "num_eval_shards": num_eval_shards if eval_fraction > 0 else 0,
+        "num_eval_shards": num_eval_shards if written["eval"] else 0,
     }
-    if eval_fraction == 0:
+    if not written["eval"]:
+        # No document was held out (eval_fraction 0, or a corpus too small).
         for path in final["eval"]:
             tf.io.gfile.remove(path)
     vocabulary.save(os.path.join(output_dir, "vocab.txt"))
