@@ -2,8 +2,9 @@
 
 With no flags, runs the built-in demo: learns an 8k WordPiece vocabulary from
 the small corpus shipped in `electra_tf/assets/corpus`, builds TFRecords from
-it, trains the `tiny` preset on the CPU for a few minutes, evaluates on a held-out shard and exports the discriminator
-(keras-hub preset and SavedModel) and the generator under `runs/pretrain/export`.
+it, trains the `tiny` preset on the CPU for a few minutes, evaluates on a
+held-out shard and exports the discriminator (keras-hub preset and SavedModel)
+and the generator under `runs/pretrain/export`.
 Rerunning the same command resumes from the newest checkpoint.
 """
 

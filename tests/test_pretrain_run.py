@@ -100,7 +100,8 @@ def test_exports_load_in_a_fresh_process(uninterrupted):
     script = f"""
 import tensorflow as tf, tensorflow_text  # noqa: F401  (only TF and TF Text)
 model = tf.saved_model.load({str(export / "saved_model")!r})
-out = model.signatures["detect_replaced_tokens_text"](text=tf.constant(["the jury said", ""]))
+detect = model.signatures["detect_replaced_tokens_text"]
+out = detect(text=tf.constant(["the jury said", ""]))
 p = out["replaced_probability"].numpy()
 assert p.shape[0] == 2 and ((p >= 0) & (p <= 1)).all()
 print("ok")
