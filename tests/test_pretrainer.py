@@ -188,3 +188,17 @@ def test_mlm_objective_trains_the_discriminator_encoder(tiny_configs):
     assert pretrainer.generator.encoder is pretrainer.discriminator_encoder
     out = pretrainer(random_batch(batch_size=2, length=32), step=0)
     np.testing.assert_allclose(out["loss"], out["mlm_loss"], rtol=1e-6)
+
+
+def test_untied_generator_owns_its_embeddings(tiny_configs):
+    model_config, pretraining_config = tiny_configs
+    pretrainer = make_pretrainer(
+        model_config.override(tie_embeddings=False), pretraining_config
+    )
+    generator = pretrainer.generator.encoder
+    discriminator = pretrainer.discriminator_encoder
+    assert generator.token_embedding is not discriminator.token_embedding
+    shared = {id(v) for v in generator.weights} & {id(v) for v in discriminator.weights}
+    assert not shared
+    # The MLM output is tied to the generator's own token embedding.
+    assert pretrainer.generator.mlm_head.token_embedding is generator.token_embedding
