@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))  # runs from a checkout without installing
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ASSETS = REPO / "electra_tf" / "assets"
-DEMO_STEPS = 1000
+DEMO_STEPS = 2000
 
 
 def parse_args(argv=None):

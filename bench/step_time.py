@@ -1,0 +1,102 @@
+"""Train-step time of a preset with and without XLA, with and without dropout.
+
+Alternates the variants round by round in one process (a shared machine drifts;
+ratios between variants in the same run hold). Reads real batches from TFRecords
+built by `pretrain/build_data.py`.
+
+    python bench/step_time.py --data 'runs/pretrain/data/train-*' --preset tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--data", required=True, help="TFRecord pattern (train-*).")
+    parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=10, help="Timed steps per round.")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--output", default="bench/step_time.json")
+    args = parser.parse_args()
+
+    import tensorflow as tf
+
+    from electra_tf.data.pretraining_dataset import (
+        list_files,
+        make_pretraining_dataset,
+        read_data_stats,
+    )
+    from electra_tf.presets import get_preset
+    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.vocabulary import Vocabulary
+
+    data_dir = os.path.dirname(list_files(args.data)[0])
+    vocabulary = Vocabulary.from_file(os.path.join(data_dir, "vocab.txt"))
+    length = read_data_stats(data_dir)["max_seq_length"]
+    preset = get_preset(args.preset)
+    dataset = make_pretraining_dataset(args.data, args.batch_size, length)
+    batch = next(iter(dataset))
+    repeated = tf.data.Dataset.from_tensors(batch).repeat()
+
+    variants = {}
+    for jit in (False, True):
+        for dropout in (0.1, 0.0):
+            model = build_pretrainer(
+                preset.model.override(vocabulary_size=vocabulary.size, dropout=dropout),
+                preset.pretraining.override(max_seq_length=length),
+                preset.optimizer,
+                vocabulary,
+                jit_compile=jit,
+            )
+            model.fit(repeated, steps_per_epoch=2, verbose=0)  # compile
+            variants[f"xla={jit} dropout={dropout}"] = model
+
+    times = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for name, model in variants.items():
+            start = time.perf_counter()
+            model.fit(repeated, steps_per_epoch=args.steps, verbose=0)
+            times[name].append((time.perf_counter() - start) / args.steps)
+
+    rows = {name: statistics.median(values) for name, values in times.items()}
+    base = rows["xla=False dropout=0.1"]
+    print(
+        f"{args.preset}, batch {args.batch_size}, length {length}, vocab {vocabulary.size}"
+    )
+    print(f"{'variant':<24} {'s/step':>8} {'seq/s':>8} {'vs default':>10}")
+    for name, seconds in rows.items():
+        print(
+            f"{name:<24} {seconds:8.3f} {args.batch_size / seconds:8.1f} "
+            f"{base / seconds:9.2f}x"
+        )
+    with open(args.output, "w") as f:
+        json.dump(
+            {
+                "preset": args.preset,
+                "batch_size": args.batch_size,
+                "max_seq_length": length,
+                "vocabulary_size": vocabulary.size,
+                "seconds_per_step": rows,
+                "machine": f"{platform.processor() or platform.machine()}, "
+                f"{os.cpu_count()} cores",
+            },
+            f,
+            indent=2,
+        )
+
+
+if __name__ == "__main__":
+    main()
