@@ -74,7 +74,8 @@ def main():
     rows = {name: statistics.median(values) for name, values in times.items()}
     base = rows["xla=False dropout=0.1"]
     print(
-        f"{args.preset}, batch {args.batch_size}, length {length}, vocab {vocabulary.size}"
+        f"{args.preset}, batch {args.batch_size}, length {length}, "
+        f"vocab {vocabulary.size}"
     )
     print(f"{'variant':<24} {'s/step':>8} {'seq/s':>8} {'vs default':>10}")
     for name, seconds in rows.items():
