@@ -5,10 +5,11 @@ from __future__ import annotations
 import keras
 
 from electra_tf.encoder import truncated_normal
+from electra_tf.tower import ElectraTower
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraDiscriminator(keras.Model):
+class ElectraDiscriminator(ElectraTower):
     """Per-token logits of "this token was replaced".
 
     Head as the original's `discriminator_predictions`: dense(H, GELU) ->
@@ -45,12 +46,3 @@ class ElectraDiscriminator(keras.Model):
         x = encoder(inputs)["sequence_output"]
         logits = self.rtd_output(self.rtd_dense(x))[..., 0]
         super().__init__(inputs=inputs, outputs=self.logits_cast(logits), **kwargs)
-
-    def get_config(self):
-        return {"encoder": keras.layers.serialize(self.encoder), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)

@@ -6,10 +6,11 @@ import keras
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.encoder import ElectraEncoder, truncated_normal
+from electra_tf.tower import ElectraTower
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraGenerator(keras.Model):
+class ElectraGenerator(ElectraTower):
     """Masked-LM logits at the masked positions only.
 
     The head is the original's: dense(E) -> GELU -> LayerNorm -> logits =
@@ -52,15 +53,6 @@ class ElectraGenerator(keras.Model):
         )["sequence_output"]
         logits = self.mlm_head(sequence_output, mask_positions=inputs["mask_positions"])
         super().__init__(inputs=inputs, outputs=self.logits_cast(logits), **kwargs)
-
-    def get_config(self):
-        return {"encoder": keras.layers.serialize(self.encoder), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        config["encoder"] = keras.layers.deserialize(config["encoder"])
-        return cls(**config)
 
 
 def standalone_generator(generator: ElectraGenerator) -> ElectraGenerator:
