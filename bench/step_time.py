@@ -35,17 +35,13 @@ def main():
     import tensorflow as tf
 
     from electra_tf.data.pretraining_dataset import (
-        list_files,
+        describe_data,
         make_pretraining_dataset,
-        read_data_stats,
     )
     from electra_tf.presets import get_preset
     from electra_tf.pretraining import build_pretrainer
-    from electra_tf.vocabulary import Vocabulary
 
-    data_dir = os.path.dirname(list_files(args.data)[0])
-    vocabulary = Vocabulary.from_file(os.path.join(data_dir, "vocab.txt"))
-    length = read_data_stats(data_dir)["max_seq_length"]
+    data_dir, vocabulary, length = describe_data(args.data)
     preset = get_preset(args.preset)
     dataset = make_pretraining_dataset(args.data, args.batch_size, length)
     batch = next(iter(dataset))

@@ -69,6 +69,22 @@ def read_data_stats(data_dir: str) -> dict | None:
         return json.load(f)
 
 
+def describe_data(file_pattern: str):
+    """(directory, `Vocabulary`, max_seq_length) of shards built by this project.
+
+    Reads the `vocab.txt` and `stats.json` that `build_pretraining_data` writes
+    next to the shards matching `file_pattern`.
+    """
+    from electra_tf.vocabulary import Vocabulary
+
+    data_dir = os.path.dirname(list_files(file_pattern)[0])
+    stats = read_data_stats(data_dir)
+    if stats is None:
+        raise DataError(f"{data_dir} has no stats.json; was it built by build_data?")
+    vocabulary = Vocabulary.from_file(os.path.join(data_dir, "vocab.txt"))
+    return data_dir, vocabulary, stats["max_seq_length"]
+
+
 def make_pretraining_dataset(
     file_pattern: str,
     batch_size: int,
