@@ -1,4 +1,18 @@
-"""WordPiece vocabularies: load and validate one, or learn one from a corpus."""
+"""WordPiece vocabularies: load and validate a `vocab.txt`, or learn one from text.
+
+A vocabulary is a BERT-style `vocab.txt`: one token per line, the id of a token is
+its line number (from 0). ELECTRA needs five special tokens in it: `[PAD]`, `[UNK]`,
+`[CLS]`, `[SEP]` and `[MASK]`.
+
+>>> vocabulary = Vocabulary.from_file(BUNDLED_VOCABULARY)  # BERT uncased
+>>> vocabulary.size, vocabulary.pad_id, vocabulary.cls_id, vocabulary.mask_id
+(30522, 0, 101, 103)
+>>> vocabulary.tokenizer().tokenize(["Hello, world!"])  # keras-hub WordPiece
+[[7592, 1010, 2088, 999]]
+
+For a new language or domain, `learn_vocabulary(["corpus/"], 30000,
+"data/vocab.txt")` learns one (special tokens first, `[PAD]` = 0).
+"""
 
 from __future__ import annotations
 
@@ -8,64 +22,102 @@ import os
 
 import tensorflow as tf
 
-# The tokens ELECTRA needs; a learned vocabulary puts them first, [PAD] at id 0.
+# The tokens ELECTRA needs, in the order a learned vocabulary puts them (so [PAD] = 0,
+# which the models and the TFRecord padding assume for a learned vocabulary).
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+# BERT-base uncased (Apache-2.0), as the released ELECTRA models use; see
+# electra_tf/assets/README.md.
+BUNDLED_VOCABULARY = os.path.join(os.path.dirname(__file__), "assets", "vocab.txt")
+
+# Sentences per batch fed to keras-hub's vocabulary learner.
+_LEARN_BATCH = 1024
 
 
 class VocabularyError(ValueError):
-    """A vocabulary file is missing, unreadable or lacks ELECTRA's special tokens."""
+    """A vocabulary file is missing, unreadable, malformed or lacks special tokens."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
-    """A BERT-style vocabulary: one token per line, the id is the line number."""
+    """A validated WordPiece vocabulary: token `i` has id `i`.
+
+    Construct with `Vocabulary.from_file(path)` or `learn_vocabulary(...)`;
+    the constructor itself validates `tokens` (no duplicates or empty tokens, all
+    of `SPECIAL_TOKENS` present) and raises `VocabularyError` naming `path`.
+
+    Attributes:
+        tokens: the tokens in id order. A tuple, so that the vocabulary is
+            really immutable (and hashable).
+        path: where the tokens were read from or written to ("" if neither);
+            used in messages.
+    """
 
     tokens: tuple[str, ...]
-    # Where it was read from (for messages and provenance).
     path: str = ""
 
     def __post_init__(self):
-        index = {}
+        object.__setattr__(self, "tokens", tuple(self.tokens))
+        name = self.path or "the vocabulary"
+        if not self.tokens:
+            raise VocabularyError(f"{name} is empty")
+        index: dict[str, int] = {}
         for i, token in enumerate(self.tokens):
+            if not token:
+                # FastWordpiece cannot be built with an empty token, and an empty
+                # line inside vocab.txt usually means a damaged file.
+                raise VocabularyError(f"{name}: line {i + 1} is an empty token")
             if token in index:
                 raise VocabularyError(
-                    f"{self.path or 'vocabulary'}: token {token!r} appears twice "
+                    f"{name}: token {token!r} appears twice "
                     f"(lines {index[token] + 1} and {i + 1})"
                 )
             index[token] = i
-        missing = [t for t in SPECIAL_TOKENS if t not in index]
+        missing = [token for token in SPECIAL_TOKENS if token not in index]
         if missing:
             raise VocabularyError(
-                f"{self.path or 'vocabulary'} lacks the special tokens ELECTRA needs: "
-                f"{', '.join(missing)}"
+                f"{name} lacks the special tokens ELECTRA needs: {', '.join(missing)}"
             )
         object.__setattr__(self, "_index", index)
 
     @classmethod
     def from_file(cls, path) -> Vocabulary:
-        path = str(path)
+        """Reads a `vocab.txt` (local or any `tf.io.gfile` path, e.g. `gs://`).
+
+        Raises:
+            VocabularyError: naming the file, if it is missing, empty, not UTF-8,
+                has duplicate or empty tokens, or lacks a special token.
+        """
+        path = os.fspath(path)
         if not tf.io.gfile.exists(path):
             raise VocabularyError(f"vocabulary file not found: {path}")
+        if tf.io.gfile.isdir(path):
+            raise VocabularyError(f"vocabulary path is a directory: {path}")
         with tf.io.gfile.GFile(path, "rb") as f:
             raw = f.read()
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as error:
             raise VocabularyError(
-                f"{path} is not UTF-8 text (byte {error.start})"
+                f"{path} is not UTF-8 text (invalid byte at offset {error.start})"
             ) from error
-        tokens = tuple(line.rstrip("\r") for line in text.split("\n"))
-        if tokens and tokens[-1] == "":
-            tokens = tokens[:-1]
+        # Only "\n" ends a line: a token may contain other Unicode line separators,
+        # on which str.splitlines() would split.
+        lines = text.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        tokens = [line.removesuffix("\r") for line in lines]
         if not tokens:
             raise VocabularyError(f"vocabulary file is empty: {path}")
-        return cls(tokens, path)
+        return cls(tuple(tokens), path)
 
     @property
     def size(self) -> int:
+        """Number of tokens (the models' `vocabulary_size`)."""
         return len(self.tokens)
 
     def id(self, token: str) -> int:
+        """The id of `token`; `KeyError` if it is not in the vocabulary."""
         return self._index[token]
 
     @property
@@ -88,24 +140,55 @@ class Vocabulary:
     def mask_id(self) -> int:
         return self._index["[MASK]"]
 
-    def md5(self) -> str:
-        return hashlib.md5("\n".join(self.tokens).encode("utf-8")).hexdigest()
+    def to_text(self) -> str:
+        """The canonical `vocab.txt` content: each token followed by "\\n"."""
+        return "".join(token + "\n" for token in self.tokens)
 
-    def tokenizer(self, lowercase=True, strip_accents=True):
-        """keras-hub's WordPiece tokenizer (tensorflow-text ops) over these tokens."""
+    def md5(self) -> str:
+        """md5 of `to_text()`: what `md5sum` gives for a canonical `vocab.txt`.
+
+        The data builder records it in `stats.json`, so that a run can check that
+        its TFRecords were built with its vocabulary.
+        """
+        return hashlib.md5(self.to_text().encode("utf-8")).hexdigest()
+
+    def save(self, path) -> None:
+        """Writes `to_text()` to `path` (through a temporary file, then a rename)."""
+        path = os.fspath(path)
+        directory, name = os.path.split(path)
+        if directory:
+            tf.io.gfile.makedirs(directory)
+        # Hidden, so that nothing takes a half-written file for a vocabulary.
+        temporary = os.path.join(directory, f".tmp-{os.getpid()}-{name}")
+        with tf.io.gfile.GFile(temporary, "w") as f:
+            f.write(self.to_text())
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+
+    def tokenizer(self, lowercase: bool = True, strip_accents: bool = True):
+        """keras-hub's `ElectraTokenizer` over these tokens.
+
+        WordPiece runs in tensorflow-text ops (`FastWordpieceTokenizer`). Text that
+        spells a special token ("[SEP]") is split like any other text, so raw text
+        can never produce a special id.
+
+        Args:
+            lowercase: lower-case (Unicode case folding) before WordPiece; True for
+                uncased vocabularies such as BERT's uncased one.
+            strip_accents: remove accents (NFD, then drop combining marks).
+
+        Returns:
+            A `keras_hub.models.ElectraTokenizer`: `tokenize(strings [batch])`
+            gives int32 ids, a `tf.RaggedTensor` [batch, None].
+        """
         import keras_hub
 
-        return keras_hub.tokenizers.WordPieceTokenizer(
+        return keras_hub.models.ElectraTokenizer(
             vocabulary=list(self.tokens),
             lowercase=lowercase,
             strip_accents=strip_accents,
             oov_token="[UNK]",
             dtype="int32",
         )
-
-    def save(self, path) -> None:
-        with tf.io.gfile.GFile(str(path), "w") as f:
-            f.write("\n".join(self.tokens) + "\n")
 
 
 def learn_vocabulary(
@@ -115,29 +198,73 @@ def learn_vocabulary(
     lowercase: bool = True,
     strip_accents: bool = True,
 ) -> Vocabulary:
-    """Learns a WordPiece vocabulary from raw text with keras-hub's tool.
+    """Learns a WordPiece vocabulary from a corpus with keras-hub's learner.
 
-    The special tokens come first ([PAD] = 0). Writes `output_path` and
-    returns the vocabulary.
+    Uses `keras_hub.tokenizers.compute_word_piece_vocabulary` (tensorflow-text's
+    bottom-up WordPiece learner) with the text normalisation of
+    `Vocabulary.tokenizer`, so that the learned pieces fit how text is tokenised.
+    The corpus is streamed: the learner keeps word counts, not the text.
+
+    Args:
+        text_files: corpus files, directories or glob patterns, in the format of
+            `electra_tf.data.corpus` (one sentence per line; plain or .gz).
+        vocabulary_size: the most tokens to keep, special tokens included; a
+            small corpus may give fewer.
+        output_path: where to write `vocab.txt`.
+        lowercase, strip_accents: normalisation, as in `Vocabulary.tokenizer`.
+
+    Returns:
+        The learned `Vocabulary`: `SPECIAL_TOKENS` first (`[PAD]` = 0), then the
+        learned pieces; its `path` is `output_path`.
+
+    Raises:
+        VocabularyError: `vocabulary_size` leaves no room for learned tokens.
+        CorpusError: the corpus is missing, unreadable or holds no text.
     """
     import keras_hub
 
-    from electra_tf.data.corpus import read_documents
+    from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 
-    lines = [
-        sentence
-        for path in text_files
-        for document in read_documents(path)
-        for sentence in document
-    ]
-    learned = keras_hub.tokenizers.compute_word_piece_vocabulary(
-        tf.data.Dataset.from_tensor_slices(lines).batch(1000),
-        vocabulary_size=vocabulary_size,
-        lowercase=lowercase,
-        strip_accents=strip_accents,
-        reserved_tokens=list(SPECIAL_TOKENS),
-    )
-    vocabulary = Vocabulary(tuple(learned), str(output_path))
-    os.makedirs(os.path.dirname(os.path.abspath(str(output_path))), exist_ok=True)
+    if vocabulary_size <= len(SPECIAL_TOKENS):
+        raise VocabularyError(
+            f"vocabulary_size {vocabulary_size} leaves no room for learned tokens "
+            f"next to the {len(SPECIAL_TOKENS)} special tokens"
+        )
+    files = expand_paths(text_files)
+    # A CorpusError raised inside tf.data would reach us as a tf error: keep it.
+    read = {"sentences": 0, "error": None}
+
+    def sentences():
+        try:
+            for path in files:
+                for document in iter_documents(path):
+                    read["sentences"] += len(document)
+                    yield from document
+        except CorpusError as error:
+            read["error"] = error
+            raise
+
+    dataset = tf.data.Dataset.from_generator(
+        sentences, output_signature=tf.TensorSpec([], tf.string)
+    ).batch(_LEARN_BATCH)
+    no_text = f"the corpus has no text: {', '.join(files)}"
+    try:
+        learned = keras_hub.tokenizers.compute_word_piece_vocabulary(
+            dataset,
+            vocabulary_size=vocabulary_size,
+            lowercase=lowercase,
+            strip_accents=strip_accents,
+            reserved_tokens=list(SPECIAL_TOKENS),
+        )
+    except Exception:
+        if read["error"] is not None:
+            raise read["error"] from None
+        if not read["sentences"]:
+            raise CorpusError(no_text) from None
+        raise
+    if not read["sentences"]:
+        raise CorpusError(no_text)
+    output_path = os.fspath(output_path)
+    vocabulary = Vocabulary(tuple(learned), output_path)
     vocabulary.save(output_path)
     return vocabulary

@@ -1,6 +1,21 @@
-"""Reading raw pre-training text.
+"""Reading raw pre-training text, the format of the original ELECTRA builder.
 
-The format: one sentence per line, a blank line between documents.
+One sentence (or paragraph) per line, a blank line between documents; UTF-8, plain
+or gzip-compressed (`.gz`); local or any `tf.io.gfile` path (`gs://...`):
+
+    The cat sat on the mat.
+    It was happy.
+
+    A second document starts after a blank line.
+
+Files are streamed a block at a time, so a corpus file may be larger than memory.
+
+>>> files = expand_paths(DEMO_CORPUS)  # files, directories or globs
+>>> [os.path.basename(path) for path in files]
+['brown.txt.gz', 'pydoc.txt.gz']
+>>> document = next(iter_documents(files[0]))  # a list of lines
+>>> document[0][:44]
+'The Fulton County Grand Jury said Friday an '
 """
 
 from __future__ import annotations
@@ -8,75 +23,150 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
+from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
 
+# The bundled demo corpus (excerpts of the Brown Corpus and of the Python manual;
+# see electra_tf/assets/README.md).
+DEMO_CORPUS = os.path.join(
+    os.path.dirname(os.path.dirname(__file__)), "assets", "corpus"
+)
+
+# Bytes read at a time: large enough that per-block work is negligible, small
+# enough that memory stays flat whatever the file size.
+_BLOCK_BYTES = 1 << 20
+
 
 class CorpusError(ValueError):
-    """A corpus path is missing, empty, binary or not UTF-8."""
+    """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
 
 
-def expand_paths(patterns) -> list[str]:
-    """Files named by `patterns` (files, directories or globs; local or gs://).
+def expand_paths(patterns: str | os.PathLike | Iterable) -> list[str]:
+    """The files named by `patterns`: files, directories or glob patterns.
 
-    Directories expand to the files directly inside them, sorted. A pattern
-    that matches nothing raises `CorpusError` naming it.
+    A directory stands for every file below it (recursively; hidden files and
+    directories skipped), sorted; a glob for its matches, sorted. A file named
+    twice is kept once, at its first place.
+
+    Args:
+        patterns: one path or pattern, or an iterable of them; local or
+            `tf.io.gfile` paths such as `gs://bucket/corpus/*.txt.gz`.
+
+    Returns:
+        The file paths, in a deterministic order.
+
+    Raises:
+        CorpusError: a pattern matches nothing (naming the pattern).
     """
     if isinstance(patterns, (str, os.PathLike)):
         patterns = [patterns]
-    files = []
-    for pattern in patterns:
-        pattern = str(pattern)
+    files: list[str] = []
+    for pattern in map(os.fspath, patterns):
         if tf.io.gfile.isdir(pattern):
-            found = sorted(
-                os.path.join(pattern, name)
-                for name in tf.io.gfile.listdir(pattern)
-                if not tf.io.gfile.isdir(os.path.join(pattern, name))
-                and not name.startswith(".")
-                and not name.lower().endswith(".md")
-            )
+            found = _files_below(pattern)
+            if not found:
+                raise CorpusError(f"directory {pattern} holds no files")
         else:
-            found = sorted(tf.io.gfile.glob(pattern))
-        if not found:
-            raise CorpusError(f"no input files match {pattern!r}")
+            found = sorted(
+                path
+                for path in tf.io.gfile.glob(pattern)
+                if not tf.io.gfile.isdir(path)
+            )
+            if not found:
+                raise CorpusError(f"no input files match {pattern!r}")
         files.extend(found)
-    return files
+    return list(dict.fromkeys(files))
 
 
-def read_documents(path) -> list[list[str]]:
-    """The documents of one file, each a list of non-empty, stripped lines.
+def _files_below(directory: str) -> list[str]:
+    found = []
+    for root, subdirectories, names in tf.io.gfile.walk(directory):
+        # Hidden entries are editor, VCS or temporary files, never corpus text.
+        subdirectories[:] = [d for d in subdirectories if not d.startswith(".")]
+        found.extend(
+            os.path.join(root, name) for name in names if not name.startswith(".")
+        )
+    return sorted(found)
 
-    `.gz` files are decompressed. Binary data (a NUL byte) and invalid UTF-8
-    raise `CorpusError` naming the file and the byte offset.
+
+def iter_documents(path: str | os.PathLike) -> Iterator[list[str]]:
+    """Yields the documents of one corpus file, each a list of non-empty lines.
+
+    Lines are stripped of surrounding whitespace; a line empty after stripping
+    ends the current document (several blank lines make one boundary). Only
+    "\\n" ends a line (with an optional "\\r"), as in the original builder. A
+    leading UTF-8 byte-order mark is dropped; `.gz` files are decompressed.
+
+    Raises:
+        CorpusError: naming the file: it is missing, a directory, not valid gzip,
+            binary (a NUL byte: e.g. UTF-16 text or a compiled file) or not UTF-8;
+            the last two give the byte offset (in the decompressed text).
     """
-    path = str(path)
-    try:
-        with tf.io.gfile.GFile(path, "rb") as f:
-            raw = f.read()
-    except tf.errors.NotFoundError as error:
-        raise CorpusError(f"corpus file not found: {path}") from error
-    if path.endswith(".gz"):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as error:
-            raise CorpusError(f"{path} is not a valid gzip file: {error}") from error
-    nul = raw.find(b"\x00")
-    if nul >= 0:
-        raise CorpusError(f"{path} looks binary (NUL byte at offset {nul}), not text")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise CorpusError(
-            f"{path} is not UTF-8 text (invalid byte at offset {error.start})"
-        ) from error
-    documents, current = [], []
-    for line in text.splitlines():
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise CorpusError(f"corpus file not found: {path}")
+    if tf.io.gfile.isdir(path):
+        raise CorpusError(f"corpus path is a directory, not a file: {path}")
+    document: list[str] = []
+    for line in _iter_lines(path):
         line = line.strip()
         if line:
-            current.append(line)
-        elif current:
-            documents.append(current)
-            current = []
-    if current:
-        documents.append(current)
-    return documents
+            document.append(line)
+        elif document:
+            yield document
+            document = []
+    if document:
+        yield document
+
+
+def read_documents(path: str | os.PathLike) -> list[list[str]]:
+    """All documents of one file (`iter_documents` as a list)."""
+    return list(iter_documents(path))
+
+
+def _iter_lines(path: str) -> Iterator[str]:
+    """The decoded lines of `path`, without their "\\n"."""
+    offset = 0  # of `pending` in the (decompressed) byte stream
+    pending = b""
+    for block in _iter_blocks(path):
+        if offset == 0 and not pending and block.startswith(b"\xef\xbb\xbf"):
+            block, offset = block[3:], 3
+        nul = block.find(b"\x00")
+        if nul >= 0:
+            raise CorpusError(
+                f"{path} looks binary (a NUL byte at offset "
+                f"{offset + len(pending) + nul}), not UTF-8 text"
+            )
+        data = pending + block
+        # Decode whole lines only: a block may end inside a multi-byte character.
+        end = data.rfind(b"\n") + 1
+        if end:
+            yield from _decode(path, data[:end], offset).split("\n")[:-1]
+            offset += end
+        pending = data[end:]
+    if pending:
+        yield _decode(path, pending, offset)
+
+
+def _decode(path: str, data: bytes, offset: int) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(
+            f"{path} is not UTF-8 text (invalid byte at offset {offset + error.start})"
+        ) from error
+
+
+def _iter_blocks(path: str) -> Iterator[bytes]:
+    with tf.io.gfile.GFile(path, "rb") as raw:
+        if not path.endswith(".gz"):
+            while block := raw.read(_BLOCK_BYTES):
+                yield block
+            return
+        try:
+            with gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+                while block := stream.read(_BLOCK_BYTES):
+                    yield block
+        except (OSError, EOFError, zlib.error) as error:
+            raise CorpusError(f"{path} is not a valid gzip file: {error}") from error

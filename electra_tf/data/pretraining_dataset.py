@@ -1,4 +1,36 @@
-"""The pre-training input pipeline: TFRecord shards -> static-shaped batches."""
+"""The pre-training input pipeline: TFRecord shards -> static-shaped batches.
+
+>>> import shutil, tempfile
+>>> from electra_tf.data.corpus import DEMO_CORPUS
+>>> from electra_tf.data.tfrecord_writer import build_pretraining_data
+>>> from electra_tf.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+>>> data_dir = tempfile.mkdtemp()
+>>> _ = build_pretraining_data(
+...     [os.path.join(DEMO_CORPUS, "pydoc.txt.gz")],
+...     Vocabulary.from_file(BUNDLED_VOCABULARY),
+...     data_dir,
+...     max_seq_length=128,
+...     progress=False,
+... )
+>>> dataset = make_pretraining_dataset(
+...     os.path.join(data_dir, "train-*"), batch_size=32, max_seq_length=128
+... )
+>>> for name, spec in dataset.element_spec.items():
+...     print(name, spec.shape, spec.dtype.name)
+token_ids (32, 128) int32
+segment_ids (32, 128) int32
+padding_mask (32, 128) int32
+>>> shutil.rmtree(data_dir)
+
+Under a `tf.distribute` strategy with several hosts, build it per host, so that
+each host reads its own files and batches at the per-replica size:
+
+    strategy.distribute_datasets_from_function(
+        lambda context: make_pretraining_dataset(
+            pattern, global_batch_size, 128, input_context=context
+        )
+    )
+"""
 
 from __future__ import annotations
 
@@ -7,81 +39,160 @@ import os
 
 import tensorflow as tf
 
-# Feature names in the files (the original's) -> input names of the models
+from electra_tf.data.tfrecord_format import FEATURE_NAMES, STATS_FILE, VOCABULARY_FILE
+
+# Feature names in the files (the original builder's) -> model input names
 # (keras-hub's).
 FEATURE_TO_INPUT = {
     "input_ids": "token_ids",
     "segment_ids": "segment_ids",
     "input_mask": "padding_mask",
 }
+# Files read concurrently. More mixes examples from more shards but holds a read
+# buffer per file.
+_MAX_CYCLE_LENGTH = 16
 
 
 class DataError(ValueError):
-    """TFRecords are missing, corrupt or of another sequence length."""
+    """TFRecords are missing, unreadable, or do not match the run."""
 
 
 def list_files(file_pattern: str) -> list[str]:
-    """Files matching comma-separated glob patterns, sorted; none is an error."""
-    files = []
+    """Files matching `file_pattern` (comma-separated globs), sorted.
+
+    Raises:
+        DataError: naming the pattern, if nothing matches.
+    """
+    files = set()
     for pattern in file_pattern.split(","):
         if pattern.strip():
-            files.extend(tf.io.gfile.glob(pattern.strip()))
+            files.update(tf.io.gfile.glob(pattern.strip()))
     if not files:
         raise DataError(f"no TFRecord files match {file_pattern!r}")
-    return sorted(set(files))
+    return sorted(files)
 
 
-def check_sequence_length(path: str, max_seq_length: int) -> None:
-    """Reads the first record of `path`; raises `DataError` if it does not fit."""
+def read_data_stats(data_dir: str) -> dict | None:
+    """The `stats.json` that `build_pretraining_data` wrote in `data_dir`, or None.
+
+    Raises:
+        DataError: the file exists but is not a JSON object.
+    """
+    path = os.path.join(os.fspath(data_dir), STATS_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
     try:
-        record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
-    except tf.errors.OpError as error:
+        with tf.io.gfile.GFile(path) as f:
+            stats = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise DataError(f"{path} is not valid JSON: {error}") from error
+    if not isinstance(stats, dict):
+        raise DataError(f"{path} does not hold a JSON object")
+    return stats
+
+
+def check_data_stats(
+    data_dir: str, max_seq_length: int, vocabulary_md5: str | None = None
+) -> dict | None:
+    """Checks `data_dir/stats.json` (if any) against the run; returns it.
+
+    Raises:
+        DataError: the data were built with another `max_seq_length`, or with
+            another vocabulary than the one whose md5 is `vocabulary_md5`.
+    """
+    stats = read_data_stats(data_dir)
+    if stats is None:
+        return None
+    path = os.path.join(data_dir, STATS_FILE)
+    built = stats.get("max_seq_length")
+    if built is not None and built != max_seq_length:
         raise DataError(
-            f"{path} is not a readable TFRecord file: {error.message}"
-        ) from error
-    if record is None:
-        raise DataError(f"{path} holds no records")
+            f"{path}: the TFRecords hold sequences of length {built} but the run "
+            f"expects max_seq_length {max_seq_length}; rebuild the data or pass "
+            "a matching max_seq_length"
+        )
+    built_md5 = stats.get("vocabulary_md5")
+    if vocabulary_md5 and built_md5 and built_md5 != vocabulary_md5:
+        raise DataError(
+            f"{path}: the TFRecords were built with another vocabulary "
+            f"(md5 {built_md5}) than the run's (md5 {vocabulary_md5})"
+        )
+    return stats
+
+
+def check_sequence_length(files: list[str], max_seq_length: int) -> None:
+    """Reads the first record of the first non-empty file of `files` and checks
+    that its features have length `max_seq_length`.
+
+    A cheap, early check of the common mistake (data built for another length);
+    the pipeline itself also checks every record, see `make_pretraining_dataset`.
+
+    Raises:
+        DataError: naming the file, if it is not a TFRecord file of
+            `tf.train.Example`s with our features, or holds another length; or if
+            every file is empty.
+    """
+    for path in files:
+        try:
+            record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        except tf.errors.OpError as error:
+            raise DataError(
+                f"{path} is not a readable TFRecord file: {error.message}"
+            ) from error
+        if record is not None:
+            break
+    else:
+        raise DataError(f"the TFRecord files hold no records: {', '.join(files[:3])}")
     try:
         example = tf.train.Example.FromString(record.numpy())
-        lengths = {
-            name: len(example.features.feature[name].int64_list.value)
-            for name in FEATURE_TO_INPUT
-        }
-    except Exception as error:  # a protobuf decode error has no common base
+    except Exception as error:  # protobuf's DecodeError has no stable import path
         raise DataError(
             f"{path} does not hold tf.train.Example records: {error}"
         ) from error
-    for name, length in lengths.items():
+    features = example.features.feature
+    for name in FEATURE_NAMES:
+        if name not in features:
+            raise DataError(
+                f"{path} has no feature {name!r} (it has {sorted(features)}); "
+                "build the data with electra_tf.data.tfrecord_writer"
+            )
+        length = len(features[name].int64_list.value)
         if length != max_seq_length:
             raise DataError(
                 f"{path} holds sequences of length {length} (feature {name!r}) but "
                 f"the run expects max_seq_length {max_seq_length}; rebuild the data "
-                "or pass a matching --max-seq-length"
+                "or pass a matching max_seq_length"
             )
 
 
-def read_data_stats(data_dir: str) -> dict | None:
-    """`stats.json` written by `build_pretraining_data`, or None."""
-    path = os.path.join(data_dir, "stats.json")
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        return json.load(f)
-
-
 def describe_data(file_pattern: str):
-    """(directory, `Vocabulary`, max_seq_length) of shards built by this project.
+    """What a run needs to know about shards built by `build_pretraining_data`.
 
-    Reads the `vocab.txt` and `stats.json` that `build_pretraining_data` writes
-    next to the shards matching `file_pattern`.
+    Reads the `vocab.txt` and `stats.json` written next to the shards.
+
+    Returns:
+        `(data_dir, vocabulary, max_seq_length)`: the shards' directory, their
+        `electra_tf.vocabulary.Vocabulary` and their sequence length.
+
+    Raises:
+        DataError: no file matches, `stats.json` is missing or incomplete, or
+            `vocab.txt` is not the vocabulary the shards were built with.
     """
     from electra_tf.vocabulary import Vocabulary
 
     data_dir = os.path.dirname(list_files(file_pattern)[0])
     stats = read_data_stats(data_dir)
-    if stats is None:
-        raise DataError(f"{data_dir} has no stats.json; was it built by build_data?")
-    vocabulary = Vocabulary.from_file(os.path.join(data_dir, "vocab.txt"))
+    if stats is None or "max_seq_length" not in stats:
+        raise DataError(
+            f"{data_dir} has no {STATS_FILE} with max_seq_length: build the shards "
+            "with pretrain/build_data.py (electra_tf.data.tfrecord_writer)"
+        )
+    vocabulary = Vocabulary.from_file(os.path.join(data_dir, VOCABULARY_FILE))
+    if stats.get("vocabulary_md5") not in (None, vocabulary.md5()):
+        raise DataError(
+            f"{vocabulary.path} is not the vocabulary the shards in {data_dir} "
+            "were built with (its md5 differs from the one in stats.json)"
+        )
     return data_dir, vocabulary, stats["max_seq_length"]
 
 
@@ -93,56 +204,113 @@ def make_pretraining_dataset(
     seed: int = 0,
     input_context: tf.distribute.InputContext | None = None,
     shuffle_buffer: int = 10000,
+    vocabulary_md5: str | None = None,
 ) -> tf.data.Dataset:
-    """Batches of `token_ids`, `segment_ids`, `padding_mask`, int32 [batch, length].
+    """Batches of pre-training examples from TFRecords of `tfrecord_writer`.
 
-    Training: files shuffled, read interleaved, examples shuffled, repeated.
-    Evaluation: files in order, no shuffling, also repeated (evaluation runs a
-    fixed number of steps, and each Keras evaluation restarts the iterator, so
-    every evaluation sees the same batches). Batches always have the full
-    size (`drop_remainder`), which TPUs and XLA need.
+    Training: the file order is shuffled (anew each pass), files are read
+    interleaved, examples are shuffled through a `shuffle_buffer`, and the data
+    repeat forever. Evaluation (`training=False`): files in order, no shuffling,
+    also repeated, so that evaluation can run a fixed number of steps whatever
+    the held-out size; each new iterator starts over, so every evaluation sees
+    the same batches. With a fixed `seed` the order of examples is reproducible.
 
-    With an `input_context` (from `distribute_datasets_from_function`), each
-    input pipeline (host) reads a disjoint subset of the files and batches at
-    the per-replica size.
+    Batches always have the full size (`drop_remainder`): static shapes, as XLA
+    and TPUs need.
+
+    Args:
+        file_pattern: glob(s) of the shards, comma-separated
+            (e.g. "data/train-*").
+        batch_size: the GLOBAL batch size. With an `input_context`, each replica
+            gets `input_context.get_per_replica_batch_size(batch_size)`.
+        max_seq_length: L; must match the files.
+        training: shuffle (see above).
+        seed: seed of the file and example shuffles.
+        input_context: from `distribute_datasets_from_function`: each input
+            pipeline (host) reads a disjoint subset of the files, file
+            `i::num_input_pipelines`, so build at least one shard per host.
+        shuffle_buffer: examples in the shuffle buffer (training).
+        vocabulary_md5: if given, the vocabulary recorded in `stats.json`
+            (when present beside the files) must have this md5.
+
+    Returns:
+        A `tf.data.Dataset` of `{"token_ids", "segment_ids", "padding_mask"}`,
+        each int32 [batch, max_seq_length] (the keras-hub input names).
+
+    Raises:
+        DataError: no file matches (naming the pattern); the first record or
+            `stats.json` shows another sequence length (naming the file and
+            both lengths) or vocabulary; fewer files than input pipelines.
+            Later records of another length stop the iteration with an
+            `InvalidArgumentError` naming the file and both lengths.
     """
     files = list_files(file_pattern)
-    check_sequence_length(files[0], max_seq_length)
+    check_sequence_length(files, max_seq_length)
+    check_data_stats(os.path.dirname(files[0]), max_seq_length, vocabulary_md5)
     if input_context is not None:
         pipelines = input_context.num_input_pipelines
-        if pipelines > 1:
-            if len(files) < pipelines:
-                raise DataError(
-                    f"{len(files)} files for {pipelines} input pipelines: build "
-                    "at least one shard per host (--num-shards)"
-                )
-            files = files[input_context.input_pipeline_id :: pipelines]
+        if len(files) < pipelines:
+            raise DataError(
+                f"{len(files)} files match {file_pattern!r} for {pipelines} input "
+                "pipelines (hosts): build at least one shard per host"
+            )
+        # Files, not examples, are split: each host reads only its own files.
+        files = files[input_context.input_pipeline_id :: pipelines]
         batch_size = input_context.get_per_replica_batch_size(batch_size)
 
-    dataset = tf.data.Dataset.from_tensor_slices(files)
+    names = tf.constant(files)
+    dataset = tf.data.Dataset.range(len(files))
     if training:
         dataset = dataset.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     dataset = dataset.repeat()
+    # Each record travels with the index of its file, so that a record of the
+    # wrong length can be traced to its file (see `_parse`).
     dataset = dataset.interleave(
-        tf.data.TFRecordDataset,
-        cycle_length=min(len(files), 8),
+        lambda index: tf.data.TFRecordDataset(names[index]).map(
+            lambda record: (record, index)
+        ),
+        cycle_length=min(len(files), _MAX_CYCLE_LENGTH),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
     if training:
         dataset = dataset.shuffle(shuffle_buffer, seed=seed)
     dataset = dataset.batch(batch_size, drop_remainder=True)
-    spec = {
-        name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
-        for name in FEATURE_TO_INPUT
-    }
-
-    def parse(records):
-        features = tf.io.parse_example(records, spec)
-        return {
-            FEATURE_TO_INPUT[name]: tf.cast(value, tf.int32)
-            for name, value in features.items()
-        }
-
-    dataset = dataset.map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+    dataset = dataset.map(
+        lambda records, indices: _parse(
+            records, indices, names, batch_size, max_seq_length
+        ),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
     return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _parse(records, file_indices, file_names, batch_size, max_seq_length):
+    """Serialized examples [B] -> model inputs, int32 [B, L].
+
+    Parsed as ragged then checked, rather than as fixed-length (whose error on
+    a length mismatch names neither the file nor the lengths).
+    """
+    spec = {name: tf.io.RaggedFeature(tf.int64) for name in FEATURE_TO_INPUT}
+    parsed = tf.io.parse_example(records, spec)
+    inputs = {}
+    for name, input_name in FEATURE_TO_INPUT.items():
+        values = parsed[name]  # ragged [B, None]
+        lengths = values.row_lengths()
+        wrong = tf.not_equal(lengths, max_seq_length)
+        first_wrong = tf.argmax(tf.cast(wrong, tf.int32))
+        check = tf.debugging.Assert(
+            tf.logical_not(tf.reduce_any(wrong)),
+            [
+                f"TFRecords of another sequence length than max_seq_length "
+                f"{max_seq_length}: feature {name!r} has length",
+                tf.gather(lengths, first_wrong),
+                "in",
+                tf.gather(file_names, tf.gather(file_indices, first_wrong)),
+            ],
+        )
+        with tf.control_dependencies([check]):
+            dense = values.to_tensor(shape=[batch_size, max_seq_length])
+        inputs[input_name] = tf.cast(dense, tf.int32)
+    return inputs
