@@ -1,0 +1,109 @@
+"""A fine-tuned classifier as a SavedModel that takes raw text.
+
+The SavedModel runs the whole pipeline in the graph: WordPiece tokenization
+and `[CLS] A [SEP] B [SEP]` packing (the classifier's preprocessor), the
+encoder and the head. Serving it needs `tensorflow` and `tensorflow_text`
+(import it before `tf.saved_model.load`, for the WordPiece op); no Keras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import tensorflow as tf
+
+
+class TextClassifierServing(tf.Module):
+    """`serving_default`: tf.string [batch] per text segment -> predictions.
+
+    Inputs are named by `text_features` (one name for single-sentence tasks,
+    two for pairs, e.g. `premise` and `hypothesis`). Outputs:
+
+    * classification: `logits` and `probabilities` (float32
+      [batch, num_classes]), `label_id` (int32 [batch]) and `label`
+      (tf.string [batch], from `label_names`);
+    * regression (`num_classes == 1`): `score` (float32 [batch]), the model's
+      output multiplied by `label_scale` (STS-B: back to 0..5).
+
+    Args:
+        classifier: an `ElectraTextClassifier` with a preprocessor.
+        text_features: names of the text inputs, in packing order.
+        label_names: class names in id order (classification only).
+        label_scale: factor applied to regression outputs.
+    """
+
+    def __init__(
+        self,
+        classifier,
+        text_features: Sequence[str],
+        label_names: Sequence[str] = (),
+        label_scale: float = 1.0,
+    ):
+        super().__init__()
+        if classifier.preprocessor is None:
+            raise ValueError("the classifier needs a preprocessor to take raw text")
+        if not 1 <= len(text_features) <= 2:
+            raise ValueError(f"one or two text inputs, got {list(text_features)}")
+        regression = classifier.num_classes == 1
+        if not regression and len(label_names) != classifier.num_classes:
+            raise ValueError(
+                f"{len(label_names)} label names for {classifier.num_classes} classes"
+            )
+        self.classifier = classifier
+        self.preprocessor = classifier.preprocessor
+        self.text_features = tuple(text_features)
+        self.label_names = tf.constant(list(label_names) or [""], tf.string)
+        self.label_scale = float(label_scale)
+        self.regression = regression
+        specs = [tf.TensorSpec([None], tf.string, name=name) for name in text_features]
+        # A fixed arity per signature: one text input, or two.
+        if len(specs) == 1:
+            self.serve = tf.function(
+                lambda text: self._predict((text,)), input_signature=specs
+            )
+        else:
+            self.serve = tf.function(
+                lambda text_a, text_b: self._predict((text_a, text_b)),
+                input_signature=specs,
+            )
+
+    def _predict(self, texts):
+        # `x=`: a positional 2-tuple would be taken for `(x, y)`.
+        x = self.preprocessor(x=texts[0] if len(texts) == 1 else texts)
+        outputs = tf.cast(self.classifier(x, training=False), tf.float32)
+        if self.regression:
+            return {"score": outputs[:, 0] * self.label_scale}
+        label_id = tf.argmax(outputs, axis=-1, output_type=tf.int32)
+        return {
+            "logits": outputs,
+            "probabilities": tf.nn.softmax(outputs, axis=-1),
+            "label_id": label_id,
+            "label": tf.gather(self.label_names, label_id),
+        }
+
+
+def export_text_classifier(
+    classifier,
+    export_dir: str,
+    text_features: Sequence[str],
+    label_names: Sequence[str] = (),
+    label_scale: float = 1.0,
+) -> str:
+    """Saves `TextClassifierServing(...)` to `export_dir`; returns the path.
+
+    Example (serving the export; `tensorflow_text` registers WordPiece):
+
+        import tensorflow as tf, tensorflow_text  # noqa: F401
+        serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+        serve(sentence=tf.constant(["a gripping film"]))["probabilities"]
+    """
+    serving = TextClassifierServing(
+        classifier, text_features, label_names=label_names, label_scale=label_scale
+    )
+    # The TensorSpec names become the signature's input keys.
+    tf.saved_model.save(
+        serving,
+        export_dir,
+        signatures={"serving_default": serving.serve.get_concrete_function()},
+    )
+    return export_dir
