@@ -194,22 +194,28 @@ class ElectraEncoder(keras_hub.models.Backbone):
                 "on its own; save the ElectraPretrainer that owns both."
             )
         config = super().get_config()
-        config.update(
-            {
-                "vocabulary_size": self.vocabulary_size,
-                "num_layers": self.num_layers,
-                "num_heads": self.num_heads,
-                "hidden_dim": self.hidden_dim,
-                "embedding_dim": self.embedding_dim,
-                "intermediate_dim": self.intermediate_dim,
-                "dropout": self.dropout,
-                "max_sequence_length": self.max_sequence_length,
-                "num_segments": self.num_segments,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
+        config.update(self.architecture())
         return config
+
+    def architecture(self) -> dict:
+        """The constructor arguments that fix the shapes and numerics.
+
+        Unlike `get_config`, also answers for an encoder that shares another's
+        embeddings (to build an independent copy of it).
+        """
+        return {
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "embedding_dim": self.embedding_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+        }
 
     @classmethod
     def discriminator_from_config(

@@ -57,27 +57,8 @@ class ElectraGenerator(ElectraTower):
 
 def standalone_generator(generator: ElectraGenerator) -> ElectraGenerator:
     """A copy of `generator` that owns its embeddings, for saving on its own."""
-    source = generator.encoder
-    encoder = ElectraEncoder.from_config(
-        {
-            **{
-                k: getattr(source, k)
-                for k in (
-                    "vocabulary_size",
-                    "num_layers",
-                    "num_heads",
-                    "hidden_dim",
-                    "embedding_dim",
-                    "intermediate_dim",
-                    "dropout",
-                    "max_sequence_length",
-                    "num_segments",
-                    "layer_norm_epsilon",
-                    "initializer_range",
-                )
-            },
-            "name": "generator_encoder",
-        }
+    encoder = ElectraEncoder(
+        **generator.encoder.architecture(), name="generator_encoder"
     )
     copy = ElectraGenerator(encoder, name="generator")
     copy.set_weights(generator.get_weights())
