@@ -38,6 +38,28 @@ def checkpoint_step(path: str) -> int:
     return 0
 
 
+def restore_weights(pretrainer, path: str) -> None:
+    """Loads the generator's and discriminator's weights from a checkpoint.
+
+    Only the weights: a compiled Keras model tracks its optimizer as a child,
+    so restoring `model=pretrainer` would also bring back the other run's step
+    counter and Adam moments. Matching is by the object graph, so any
+    checkpoint written by `run_pretraining` works; every weight must be found.
+    """
+    towers = {
+        name: getattr(pretrainer, name)
+        for name in ("discriminator_encoder", "discriminator", "generator")
+        if getattr(pretrainer, name, None) is not None
+    }
+    status = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers)).restore(path)
+    try:
+        status.expect_partial().assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ConfigError(
+            f"--init-checkpoint {path} does not hold this model's weights: {error}"
+        ) from error
+
+
 def _datasets(strategy, training: TrainingConfig, pretraining: PretrainingConfig):
     """Train and eval datasets, split per host when the strategy has several."""
     per_host = isinstance(
@@ -173,6 +195,9 @@ def run_pretraining(
     if init_checkpoint and not resuming:
         step_offset = checkpoint_step(init_checkpoint)
 
+    # Seeds weight initialisation and dropout: a run killed before its first
+    # checkpoint restarts from the same initial weights, and reruns agree.
+    keras.utils.set_random_seed(pretraining.seed)
     with strategy.scope():
         pretrainer = build_pretrainer(
             model,
@@ -183,8 +208,12 @@ def run_pretraining(
             steps_per_execution=training.steps_per_execution,
             step_offset=step_offset,
         )
+        # Keras does not put its dropout SeedGenerators' states in the object
+        # graph; saving them lets a resumed run draw the same dropout masks.
         checkpoint = tf.train.Checkpoint(
-            model=pretrainer, optimizer=pretrainer.optimizer
+            model=pretrainer,
+            optimizer=pretrainer.optimizer,
+            dropout_seeds=list(pretrainer.non_trainable_variables),
         )
         manager = tf.train.CheckpointManager(
             checkpoint, checkpoint_dir, max_to_keep=training.keep_checkpoints
@@ -195,9 +224,7 @@ def run_pretraining(
             ).assert_existing_objects_matched()
             logger.info("Resumed from %s", manager.latest_checkpoint)
         elif init_checkpoint:
-            tf.train.Checkpoint(model=pretrainer).restore(
-                init_checkpoint
-            ).expect_partial()
+            restore_weights(pretrainer, init_checkpoint)
             logger.info(
                 "Initialised from %s (schedule offset %d)", init_checkpoint, step_offset
             )

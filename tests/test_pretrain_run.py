@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import random
 import signal
 import subprocess
 import sys
@@ -22,7 +23,7 @@ ARGS = [
     "--steps",
     "30",
     "--checkpoint-every",
-    "10",
+    "5",
     "--batch-size",
     "8",
     "--max-seq-length",
@@ -49,11 +50,20 @@ def _run(model_dir, *extra):
 
 
 def _weights(model_dir):
+    """Every tensor of the newest checkpoint by key, weights and optimizer state.
+
+    Runs of the same program write the same keys. (A variable is keyed by its
+    shortest path in the object graph, which for the weights is through the
+    optimizer: `optimizer/_trainable_variables/N`.)
+    """
     path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
     reader = tf.train.load_checkpoint(path)
     names = sorted(
-        n for n in reader.get_variable_to_shape_map() if n.startswith("model/")
+        n
+        for n in reader.get_variable_to_shape_map()
+        if n != "_CHECKPOINTABLE_OBJECT_GRAPH"
     )
+    assert any("_trainable_variables" in n for n in names), names[:5]
     return path, {n: reader.get_tensor(n) for n in names}
 
 
@@ -65,23 +75,80 @@ def uninterrupted(tmp_path_factory):
     return model_dir
 
 
-def test_killed_run_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
-    process = subprocess.Popen(
-        _command(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    first = tmp_path / "checkpoints" / "ckpt-10.index"
-    deadline = time.time() + 300
-    while not first.exists() and time.time() < deadline and process.poll() is None:
-        time.sleep(0.05)
-    assert first.exists(), "the run never wrote its first checkpoint"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
-    latest = tf.train.latest_checkpoint(str(tmp_path / "checkpoints"))
-    assert latest.endswith(("ckpt-10", "ckpt-20")), latest
+def _checkpoint_files(model_dir):
+    directory = pathlib.Path(model_dir) / "checkpoints"
+    return os.listdir(directory) if directory.exists() else []
 
+
+def _latest_step(model_dir):
+    path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def _assert_loadable(model_dir):
+    """The newest checkpoint reads back whole and finite (never half written)."""
+    path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.isfinite(value).all(), (path, name)
+
+
+def _kill_once(model_dir, during_save, rng):
+    """Starts the run and SIGKILLs it once it has made progress.
+
+    `during_save`: kill as soon as TensorFlow's temporary checkpoint files
+    appear (mid-write); otherwise a random moment after a new checkpoint.
+    Returns whether a kill landed (the run may finish first).
+    """
+    before = _latest_step(model_dir)
+    process = subprocess.Popen(
+        _command(model_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.time() + 300
+    try:
+        while process.poll() is None and time.time() < deadline:
+            if during_save:
+                if any("_temp" in name for name in _checkpoint_files(model_dir)):
+                    break
+                time.sleep(0.0005)
+            else:
+                if _latest_step(model_dir) > before:
+                    time.sleep(rng.uniform(0.0, 0.4))
+                    break
+                time.sleep(0.01)
+        killed = process.poll() is None
+        if killed:
+            os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.kill()
+        process.wait()
+    return killed
+
+
+def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
+    rng = random.Random(0)
+    kills = {"during_save": 0, "random": 0}
+    attempts = 0
+    while sum(kills.values()) < 5 and attempts < 10:
+        during_save = attempts % 2 == 1
+        attempts += 1
+        if _latest_step(tmp_path) >= 25:
+            break  # too close to the end to kill again
+        if _kill_once(tmp_path, during_save, rng):
+            kills["during_save" if during_save else "random"] += 1
+            _assert_loadable(tmp_path)
+    assert sum(kills.values()) >= 5 or _latest_step(tmp_path) >= 25, kills
+    assert kills["during_save"] >= 1, kills
+
+    step_before = _latest_step(tmp_path)
     result = _run(tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "Resumed from" in result.stderr
+    if step_before:
+        assert f"Resumed from {tmp_path}/checkpoints/ckpt-{step_before}" in (
+            result.stderr
+        )
     resumed_path, resumed = _weights(tmp_path)
     reference_path, reference = _weights(uninterrupted)
     assert resumed_path.endswith("ckpt-30") and reference_path.endswith("ckpt-30")
@@ -93,6 +160,49 @@ def test_killed_run_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
         )
     results = json.loads((tmp_path / "eval_results.json").read_text())
     assert results["step"] == 30
+
+
+def test_init_checkpoint_starts_a_new_run_from_its_weights(uninterrupted, tmp_path):
+    init = tf.train.latest_checkpoint(str(uninterrupted / "checkpoints"))
+    # A learning rate of 1e-9 leaves the loaded weights (nearly) unchanged.
+    result = _run(
+        tmp_path,
+        "--init-checkpoint",
+        init,
+        "--steps",
+        "5",
+        "--learning-rate",
+        "1e-9",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "schedule offset 30" in result.stderr
+    _, started = _weights(tmp_path)
+    _, loaded = _weights(uninterrupted)
+    assert _latest_step(tmp_path) == 5
+    weights = [name for name in loaded if "_trainable_variables" in name]
+    assert len(weights) > 40
+    for name in weights:
+        np.testing.assert_allclose(started[name], loaded[name], atol=1e-6, err_msg=name)
+    # The Adam moments and the step counter start afresh.
+    assert int(started["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"]) == 5
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(uninterrupted, tmp_path):
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    _, before = _weights(model_dir)
+    result = _run(model_dir, "--steps", "40", "--learning-rate", "1e30")
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: loss became nan"), last
+    assert "ckpt-30" in last
+    path, after = _weights(model_dir)
+    assert path.endswith("ckpt-30")
+    _assert_loadable(model_dir)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
 def test_exports_load_in_a_fresh_process(uninterrupted):
@@ -135,7 +245,7 @@ print("ok")
                 "--strategy",
                 "default",
                 "--hparams",
-                '{"train_steps": 35}',
+                '{"train_steps": 33}',
             ],
             "must be a multiple of checkpoint_every",
         ),
