@@ -3,6 +3,7 @@ clear errors, and reading back shards built from real text."""
 
 import doctest
 import json
+import os
 import pathlib
 
 import numpy as np
@@ -13,6 +14,9 @@ import electra_tf.data.pretraining_dataset
 from electra_tf.data.pretraining_dataset import (
     DataError,
     describe_data,
+    explain_data_loss,
+    find_corrupt_files,
+    list_files,
     make_pretraining_dataset,
     read_data_stats,
 )
@@ -145,6 +149,64 @@ def test_a_later_file_of_another_length_is_named_when_read(tmp_path):
     message = str(error.value)
     assert "max_seq_length 16" in message and "[32]" in message
     assert "c-long.tfrecord" in message
+
+
+def test_token_ids_outside_the_vocabulary_name_the_file(tmp_path):
+    _write(tmp_path / "a-good.tfrecord", 4)
+    _write(tmp_path / "b-big.tfrecord", 4, start=500)
+    dataset = make_pretraining_dataset(
+        str(tmp_path / "*.tfrecord"), 4, L, training=False, vocabulary_size=400
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError) as error:
+        for _ in dataset.take(2):
+            pass
+    message = str(error.value)
+    assert "outside the vocabulary of 400" in message and "b-big.tfrecord" in message
+    assert "[500]" in message  # the largest id of the first offending record
+    # The same files pass with a vocabulary large enough.
+    dataset = make_pretraining_dataset(
+        str(tmp_path / "*.tfrecord"), 4, L, training=False, vocabulary_size=600
+    )
+    assert len(list(dataset.take(2))) == 2
+
+
+def _damage(shards, tmp_path):
+    """Copies of the four shards; shard 1 truncated, shard 2 with a flipped byte."""
+    for path in sorted(shards.glob("train-*")):
+        data = path.read_bytes()
+        if path.name == "train-1.tfrecord":
+            data = data[: len(data) // 2 + 20]  # past the next header
+        elif path.name == "train-2.tfrecord":
+            data = bytearray(data)
+            data[len(data) // 2] ^= 0xFF
+            data = bytes(data)
+        (tmp_path / path.name).write_bytes(data)
+
+
+def test_corrupt_and_truncated_files_are_named_or_skipped(tmp_path, shards, caplog):
+    _damage(shards, tmp_path)
+    pattern = str(tmp_path / "train-*")
+    corrupt = find_corrupt_files(list_files(pattern))
+    assert [(os.path.basename(path), good) for path, _, good in corrupt] == [
+        ("train-1.tfrecord", 5),
+        ("train-2.tfrecord", 5),
+    ]
+    assert "truncated record" in corrupt[0][1]
+    assert "corrupted record" in corrupt[1][1]
+    error = explain_data_loss(pattern)
+    assert "train-1.tfrecord" in str(error) and "train-2.tfrecord" in str(error)
+    assert "train-0.tfrecord" not in str(error)
+
+    with pytest.raises(tf.errors.DataLossError):
+        for _ in make_pretraining_dataset(pattern, 4, L, training=False).take(20):
+            pass
+    with caplog.at_level("WARNING"):
+        dataset = make_pretraining_dataset(
+            pattern, 4, L, training=False, skip_corrupt_files=True
+        )
+    assert "Skipping" in caplog.text and "train-1.tfrecord" in caplog.text
+    values = _values(dataset, 5)  # the two good files, 20 records, then repeated
+    assert set(values) == set(range(10)) | set(range(300, 310))
 
 
 def test_stats_json_is_checked(tmp_path):

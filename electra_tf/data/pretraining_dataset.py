@@ -35,6 +35,7 @@ each host reads its own files and batches at the per-replica size:
 from __future__ import annotations
 
 import json
+import logging
 import os
 
 import tensorflow as tf
@@ -51,6 +52,8 @@ FEATURE_TO_INPUT = {
 # Files read concurrently. More mixes examples from more shards but holds a read
 # buffer per file.
 _MAX_CYCLE_LENGTH = 16
+
+logger = logging.getLogger(__name__)
 
 
 class DataError(ValueError):
@@ -165,6 +168,37 @@ def check_sequence_length(files: list[str], max_seq_length: int) -> None:
             )
 
 
+def find_corrupt_files(files: list[str]) -> list[tuple[str, str, int]]:
+    """Reads every record of every file: `(file, reason, good_records)` per bad one.
+
+    TensorFlow's own error for a damaged record ("corrupted record at 83463")
+    does not say which file it is in; this does. It reads all the data, so it
+    runs once when asked (`skip_corrupt_files`) or after such an error.
+    """
+    corrupt = []
+    for path in files:
+        good = 0
+        try:
+            for _ in tf.data.TFRecordDataset(path):
+                good += 1
+        except tf.errors.OpError as error:
+            reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+            corrupt.append((path, reason, good))
+    return corrupt
+
+
+def explain_data_loss(file_pattern: str) -> DataError:
+    """A `DataError` naming the damaged file(s) matching `file_pattern`."""
+    corrupt = find_corrupt_files(list_files(file_pattern))
+    if not corrupt:
+        return DataError(f"a record of {file_pattern!r} could not be read")
+    named = "; ".join(f"{path}: {reason}" for path, reason, _ in corrupt)
+    return DataError(
+        f"corrupt or truncated TFRecord file(s): {named}. Rebuild them, or pass "
+        "--skip-corrupt-files to train without them"
+    )
+
+
 def describe_data(file_pattern: str):
     """What a run needs to know about shards built by `build_pretraining_data`.
 
@@ -205,6 +239,8 @@ def make_pretraining_dataset(
     input_context: tf.distribute.InputContext | None = None,
     shuffle_buffer: int = 10000,
     vocabulary_md5: str | None = None,
+    vocabulary_size: int | None = None,
+    skip_corrupt_files: bool = False,
 ) -> tf.data.Dataset:
     """Batches of pre-training examples from TFRecords of `tfrecord_writer`.
 
@@ -232,6 +268,15 @@ def make_pretraining_dataset(
         shuffle_buffer: examples in the shuffle buffer (training).
         vocabulary_md5: if given, the vocabulary recorded in `stats.json`
             (when present beside the files) must have this md5.
+        vocabulary_size: if given, every token id must be below it; a record
+            with another id stops the iteration with an `InvalidArgumentError`
+            naming the file (an out-of-range id would otherwise fail inside
+            the embedding lookup on CPU, and read garbage on GPUs and TPUs).
+        skip_corrupt_files: read every file once first (see
+            `find_corrupt_files`) and leave out those with a damaged or
+            truncated record, logging each with its count of good records.
+            Without it, such a record stops the iteration with TensorFlow's
+            `DataLossError`; `explain_data_loss` then names the file.
 
     Returns:
         A `tf.data.Dataset` of `{"token_ids", "segment_ids", "padding_mask"}`,
@@ -245,6 +290,15 @@ def make_pretraining_dataset(
             `InvalidArgumentError` naming the file and both lengths.
     """
     files = list_files(file_pattern)
+    if skip_corrupt_files:
+        corrupt = find_corrupt_files(files)
+        for path, reason, good in corrupt:
+            logger.warning(
+                "Skipping %s (%s; %d readable records before it)", path, reason, good
+            )
+        files = [path for path in files if path not in {c[0] for c in corrupt}]
+        if not files:
+            raise DataError(f"every file matching {file_pattern!r} is corrupt")
     check_sequence_length(files, max_seq_length)
     check_data_stats(os.path.dirname(files[0]), max_seq_length, vocabulary_md5)
     if input_context is not None:
@@ -278,7 +332,7 @@ def make_pretraining_dataset(
     dataset = dataset.batch(batch_size, drop_remainder=True)
     dataset = dataset.map(
         lambda records, indices: _parse(
-            records, indices, names, batch_size, max_seq_length
+            records, indices, names, batch_size, max_seq_length, vocabulary_size
         ),
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
@@ -286,7 +340,9 @@ def make_pretraining_dataset(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def _parse(records, file_indices, file_names, batch_size, max_seq_length):
+def _parse(
+    records, file_indices, file_names, batch_size, max_seq_length, vocabulary_size
+):
     """Serialized examples [B] -> model inputs, int32 [B, L].
 
     Parsed as ragged then checked, rather than as fixed-length (whose error on
@@ -310,7 +366,25 @@ def _parse(records, file_indices, file_names, batch_size, max_seq_length):
                 tf.gather(file_names, tf.gather(file_indices, first_wrong)),
             ],
         )
-        with tf.control_dependencies([check]):
+        checks = [check]
+        if vocabulary_size and name == "input_ids":
+            out_of_range = tf.reduce_any(
+                (values < 0) | (values >= vocabulary_size), axis=1
+            )
+            first_bad = tf.argmax(tf.cast(out_of_range, tf.int32))
+            checks.append(
+                tf.debugging.Assert(
+                    tf.logical_not(tf.reduce_any(out_of_range)),
+                    [
+                        f"token ids outside the vocabulary of {vocabulary_size} "
+                        "tokens (data built with another vocabulary?): max id",
+                        tf.reduce_max(tf.gather(values, first_bad)),
+                        "in",
+                        tf.gather(file_names, tf.gather(file_indices, first_bad)),
+                    ],
+                )
+            )
+        with tf.control_dependencies(checks):
             dense = values.to_tensor(shape=[batch_size, max_seq_length])
         inputs[input_name] = tf.cast(dense, tf.int32)
     return inputs
