@@ -270,6 +270,9 @@ class TrainingConfig(_Config):
     shuffle_buffer: int = 10000
     # Seed of file and example shuffling.
     data_seed: int = 0
+    # Read every TFRecord once before training and leave out damaged files
+    # (logged) instead of stopping at the first damaged record.
+    skip_corrupt_files: bool = False
 
     def __post_init__(self):
         if self.strategy not in STRATEGIES:

@@ -17,7 +17,11 @@ from electra_tf.config import (
     PretrainingConfig,
     TrainingConfig,
 )
-from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+from electra_tf.data.pretraining_dataset import (
+    data_check_failure,
+    explain_data_loss,
+    make_pretraining_dataset,
+)
 from electra_tf.distribution import set_precision
 from electra_tf.export import export_pretrained
 from electra_tf.optimizer import ElectraAdam
@@ -60,37 +64,42 @@ def restore_weights(pretrainer, path: str) -> None:
         ) from error
 
 
-def _datasets(strategy, training: TrainingConfig, pretraining: PretrainingConfig):
+def _datasets(
+    strategy,
+    training: TrainingConfig,
+    pretraining: PretrainingConfig,
+    vocabulary_size: int,
+):
     """Train and eval datasets, split per host when the strategy has several."""
     per_host = isinstance(
         strategy,
         (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy),
     )
 
-    def make(pattern, is_training):
-        if not per_host:
-            return make_pretraining_dataset(
-                pattern,
-                batch_size=training.batch_size,
-                max_seq_length=pretraining.max_seq_length,
-                training=is_training,
-                seed=training.data_seed,
-                shuffle_buffer=training.shuffle_buffer,
-            )
-        return strategy.distribute_datasets_from_function(
-            lambda context: make_pretraining_dataset(
-                pattern,
-                batch_size=training.batch_size,
-                max_seq_length=pretraining.max_seq_length,
-                training=is_training,
-                seed=training.data_seed,
-                input_context=context,
-                shuffle_buffer=training.shuffle_buffer,
-            )
+    def make(pattern, is_training, input_context=None):
+        return make_pretraining_dataset(
+            pattern,
+            batch_size=training.batch_size,
+            max_seq_length=pretraining.max_seq_length,
+            training=is_training,
+            seed=training.data_seed,
+            input_context=input_context,
+            shuffle_buffer=training.shuffle_buffer,
+            vocabulary_size=vocabulary_size,
+            skip_corrupt_files=training.skip_corrupt_files,
         )
 
-    train = make(training.train_data, True)
-    evaluation = make(training.eval_data, False) if training.eval_data else None
+    def make_for_strategy(pattern, is_training):
+        if not per_host:
+            return make(pattern, is_training)
+        return strategy.distribute_datasets_from_function(
+            lambda context: make(pattern, is_training, context)
+        )
+
+    train = make_for_strategy(training.train_data, True)
+    evaluation = None
+    if training.eval_data:
+        evaluation = make_for_strategy(training.eval_data, False)
     return train, evaluation
 
 
@@ -233,7 +242,7 @@ def run_pretraining(
     accumulation = optimizer.gradient_accumulation_steps
     # The optimizer counts micro-batches; the run counts updates.
     done_updates = start_step // accumulation
-    train_data, eval_data = _datasets(strategy, training, pretraining)
+    train_data, eval_data = _datasets(strategy, training, pretraining, vocabulary.size)
     if start_step and isinstance(train_data, tf.data.Dataset):
         # Continue at the same data position as an uninterrupted run.
         train_data = train_data.skip(start_step)
@@ -259,18 +268,27 @@ def run_pretraining(
     epochs = training.train_steps // training.checkpoint_every
     initial_epoch = done_updates // training.checkpoint_every
     if initial_epoch < epochs:
-        pretrainer.fit(
-            train_data,
-            epochs=epochs,
-            initial_epoch=initial_epoch,
-            steps_per_epoch=steps_per_epoch,
-            validation_data=eval_data if training.eval_every_checkpoints else None,
-            validation_steps=training.eval_steps,
-            validation_freq=max(1, training.eval_every_checkpoints),
-            callbacks=callbacks,
-            shuffle=False,  # the input pipeline shuffles
-            verbose=verbose,
-        )
+        try:
+            pretrainer.fit(
+                train_data,
+                epochs=epochs,
+                initial_epoch=initial_epoch,
+                steps_per_epoch=steps_per_epoch,
+                validation_data=eval_data if training.eval_every_checkpoints else None,
+                validation_steps=training.eval_steps,
+                validation_freq=max(1, training.eval_every_checkpoints),
+                callbacks=callbacks,
+                shuffle=False,  # the input pipeline shuffles
+                verbose=verbose,
+            )
+        except tf.errors.DataLossError as error:
+            patterns = [training.train_data, training.eval_data]
+            raise explain_data_loss(",".join(p for p in patterns if p)) from error
+        except tf.errors.InvalidArgumentError as error:
+            failure = data_check_failure(error)
+            if failure is None:
+                raise
+            raise failure from error
 
     results = {}
     if eval_data is not None:

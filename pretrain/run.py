@@ -37,6 +37,13 @@ def parse_args(argv=None):
         "written by pretrain/build_data.py. Default: build them from --corpus.",
     )
     data.add_argument(
+        "--skip-corrupt-files",
+        action="store_true",
+        help="Read every TFRecord once before training and leave out damaged or "
+        "truncated files (each logged with its count of readable records). "
+        "Without it, a damaged record stops the run with an error naming its file.",
+    )
+    data.add_argument(
         "--eval-data",
         help="TFRecord pattern(s) of held-out data. Default: the eval shards next "
         "to --data, if any.",
@@ -235,6 +242,7 @@ def _run(args) -> int:
         strategy=args.strategy,
         precision=args.precision,
         steps_per_execution=args.steps_per_execution,
+        skip_corrupt_files=args.skip_corrupt_files,
     )
     configs = {
         "model": preset.model.override(vocabulary_size=vocabulary.size),

@@ -228,6 +228,28 @@ print("ok")
     assert backbone.vocab_size == 30522
 
 
+def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(uninterrupted / "data", data)
+    shard = sorted(data.glob("train-*"))[1]
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    shard.write_bytes(bytes(damaged))
+    extra = ["--data", str(data / "train-*"), "--steps", "5"]
+
+    result = _run(tmp_path / "plain", *extra)
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: corrupt or truncated TFRecord"), last
+    assert shard.name in last and "corrupted record" in last
+
+    result = _run(tmp_path / "skipping", *extra, "--skip-corrupt-files")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Skipping {shard}" in result.stderr
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

@@ -199,6 +199,21 @@ def explain_data_loss(file_pattern: str) -> DataError:
     )
 
 
+def data_check_failure(error: tf.errors.InvalidArgumentError) -> DataError | None:
+    """The `DataError` for a failed record check of `_parse`, else None.
+
+    Those checks run inside the input pipeline, where they can only fail as
+    an `InvalidArgumentError` wrapped in graph details; this keeps their text.
+    """
+    message = error.message
+    if "assertion failed: [" not in message:
+        return None
+    text = message.split("assertion failed: ", 1)[1].split("\n", 1)[0]
+    if "sequence length" not in text and "outside the vocabulary" not in text:
+        return None
+    return DataError(" ".join(part.strip("[]") for part in text.split("] [")))
+
+
 def describe_data(file_pattern: str):
     """What a run needs to know about shards built by `build_pretraining_data`.
 
