@@ -36,7 +36,10 @@ _STEP_KEY = "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
 
 def checkpoint_step(path: str) -> int:
     """The optimizer step stored in a checkpoint of ours (0 if it has none)."""
-    reader = tf.train.load_checkpoint(path)
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (ValueError, tf.errors.OpError) as error:
+        raise ConfigError(f"cannot read checkpoint {path}: {error}") from error
     if reader.has_tensor(_STEP_KEY):
         return int(reader.get_tensor(_STEP_KEY))
     return 0
@@ -55,10 +58,10 @@ def restore_weights(pretrainer, path: str) -> None:
         for name in ("discriminator_encoder", "discriminator", "generator")
         if getattr(pretrainer, name, None) is not None
     }
-    status = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers)).restore(path)
+    root = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers))
     try:
-        status.expect_partial().assert_existing_objects_matched()
-    except AssertionError as error:
+        root.read(path).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.NotFoundError) as error:
         raise ConfigError(
             f"--init-checkpoint {path} does not hold this model's weights: {error}"
         ) from error
