@@ -7,6 +7,7 @@ from electra_tf.config import (
     ModelConfig,
     OptimizerConfig,
     PretrainingConfig,
+    TrainingConfig,
 )
 from electra_tf.presets import PRESETS, get_preset
 
@@ -60,3 +61,24 @@ def test_presets_have_the_paper_sizes():
     assert {"tiny", "small", "small++", "base", "large"} <= set(PRESETS)
     with pytest.raises(ConfigError, match="Unknown preset"):
         get_preset("medium")
+
+
+def test_batch_not_divisible_by_the_replicas_is_refused(tmp_path):
+    import types
+
+    from electra_tf.presets import get_preset
+    from electra_tf.pretraining import run_pretraining
+
+    preset = get_preset("tiny")
+    training = TrainingConfig(model_dir=str(tmp_path), batch_size=8)
+    three_replicas = types.SimpleNamespace(num_replicas_in_sync=3)
+    with pytest.raises(ConfigError, match="batch_size 8 is not divisible by the 3"):
+        run_pretraining(
+            preset.model,
+            preset.pretraining,
+            preset.optimizer,
+            training,
+            vocabulary=None,
+            strategy=three_replicas,
+        )
+    assert not any(tmp_path.iterdir())  # refused before writing anything
