@@ -5,7 +5,9 @@ import json
 import pathlib
 import shutil
 
+import keras
 import keras_hub
+import numpy as np
 import pytest
 import tensorflow as tf
 from conftest import TINY_VOCABULARY_SIZE
@@ -170,6 +172,38 @@ def test_run_exports_a_raw_text_saved_model(mnli_run):
         b"contradiction",
     }
     assert (output_dir / "classifier.keras").exists()
+
+
+def test_raw_text_export_is_robust_and_matches_keras(mnli_run):
+    """Empty, very long, invalid UTF-8 and non-ASCII text, in one mixed batch,
+    give the Keras classifier's probabilities."""
+    output_dir, _ = mnli_run
+    serve = tf.saved_model.load(str(output_dir / "saved_model")).signatures[
+        "serving_default"
+    ]
+    premises = [
+        "The cat sat on the mat.",
+        "",
+        "a very long premise " * 5000,
+        "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u6f22\u5b57 \U0001f600",
+    ]
+    hypotheses = ["The cat did not sit.", "", "short", "\u00fcber"]
+    served = serve(premise=tf.constant(premises), hypothesis=tf.constant(hypotheses))
+    probabilities = served["probabilities"].numpy()
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+    classifier = keras.models.load_model(output_dir / "classifier.keras")
+    expected = keras.ops.softmax(
+        classifier.predict((tf.constant(premises), tf.constant(hypotheses)), verbose=0)
+    )
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+
+    broken = serve(
+        premise=tf.constant([b"\xff\xfe broken \xc3\x28 bytes", b"fine"]),
+        hypothesis=tf.constant([b"ok", b"\x80"]),
+    )["probabilities"].numpy()
+    assert np.isfinite(broken).all() and broken.shape == (2, 3)
 
 
 # --- The command line -------------------------------------------------------

@@ -211,9 +211,19 @@ def test_exports_load_in_a_fresh_process(uninterrupted):
 import tensorflow as tf, tensorflow_text  # noqa: F401  (only TF and TF Text)
 model = tf.saved_model.load({str(export / "saved_model")!r})
 detect = model.signatures["detect_replaced_tokens_text"]
-out = detect(text=tf.constant(["the jury said", ""]))
+# Serving robustness: empty, very long, invalid UTF-8, non-ASCII, mixed lengths.
+texts = [
+    b"the jury said",
+    b"",
+    ("word " * 20000).encode(),
+    b"\\xff\\xfe broken \\xc3\\x28 bytes",
+    "caf\u00e9 na\u00efve \u6f22\u5b57 \U0001f600".encode(),
+]
+out = detect(text=tf.constant(texts))
 p = out["replaced_probability"].numpy()
-assert p.shape[0] == 2 and ((p >= 0) & (p <= 1)).all()
+assert p.shape[0] == len(texts) and ((p >= 0) & (p <= 1)).all(), p
+ids = out["token_ids"].numpy()
+assert (ids[2] != 0).all()  # the long text fills the sequence: truncated, not dropped
 print("ok")
 """
     result = subprocess.run(
