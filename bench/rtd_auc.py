@@ -1,0 +1,151 @@
+"""Held-out replaced-token-detection AUC of a run, with a confidence interval.
+
+Loads the newest checkpoint of a `pretrain/run.py` run (or several runs),
+corrupts the held-out shards with the run's own generator exactly as
+evaluation does, and reports the discriminator's AUC:
+
+* over every real token (what `rtd_auc` in TensorBoard measures), and
+* over the tokens masking may pick (without [CLS] / [SEP], which are never
+  replaced, so any trained discriminator ranks them low for free),
+
+each with a 95% bootstrap interval over held-out examples, next to the same
+numbers for the run's untrained initial weights (same seed). A rise from the
+untrained value whose interval excludes 0.5 is the evidence that replaced token
+detection is being learned.
+
+    python bench/rtd_auc.py runs/pretrain
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import sys
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+
+def auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    """Area under the ROC curve (Mann-Whitney U with tied ranks averaged)."""
+    order = np.argsort(scores, kind="mergesort")
+    ranks = np.empty(len(scores))
+    sorted_scores = scores[order]
+    # Average ranks over ties.
+    boundaries = np.flatnonzero(np.diff(sorted_scores)) + 1
+    starts = np.concatenate([[0], boundaries])
+    ends = np.concatenate([boundaries, [len(scores)]])
+    for start, end in zip(starts, ends):
+        ranks[order[start:end]] = (start + end + 1) / 2.0
+    positives = labels.astype(bool)
+    n_pos, n_neg = positives.sum(), (~positives).sum()
+    return float((ranks[positives].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def bootstrap(per_example, rng, rounds=1000):
+    """AUC and 95% interval, resampling whole examples."""
+    labels = np.concatenate([e[0] for e in per_example])
+    scores = np.concatenate([e[1] for e in per_example])
+    values = []
+    for _ in range(rounds):
+        pick = rng.integers(0, len(per_example), len(per_example))
+        y = np.concatenate([per_example[i][0] for i in pick])
+        s = np.concatenate([per_example[i][1] for i in pick])
+        values.append(auc(y, s))
+    low, high = np.percentile(values, [2.5, 97.5])
+    return auc(labels, scores), float(low), float(high)
+
+
+def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.config import ModelConfig, OptimizerConfig, PretrainingConfig
+    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.pretraining import build_pretrainer, restore_weights
+    from electra_tf.vocabulary import Vocabulary
+
+    with open(os.path.join(run_dir, "config.json")) as f:
+        config = json.load(f)
+    model_config = ModelConfig.from_dict(config["model"])
+    pretraining = PretrainingConfig.from_dict(config["pretraining"])
+    training = config["training"]
+
+    # Paths in config.json are as the run was given them: relative ones are
+    # relative to where it was launched (run this from there, as for the demo).
+    resolve = os.path.expanduser
+    vocabulary = Vocabulary.from_file(resolve(config["vocabulary"]))
+    keras.utils.set_random_seed(pretraining.seed)  # the run's initial weights
+    model = build_pretrainer(
+        model_config,
+        pretraining,
+        OptimizerConfig.from_dict(config["optimizer"]),
+        vocabulary,
+        jit_compile=False,
+    )
+    checkpoint = tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
+    if trained:
+        restore_weights(model, checkpoint)
+    dataset = make_pretraining_dataset(
+        resolve(training["eval_data"]),
+        training["batch_size"],
+        pretraining.max_seq_length,
+        training=False,
+    )
+    specials = np.array([vocabulary.cls_id, vocabulary.sep_id])
+    every, maskable = [], []
+    for batch in dataset.take(batches):
+        outputs = model(batch, training=False)
+        labels = outputs["is_replaced"].numpy()
+        scores = outputs["rtd_logits"].numpy()
+        real = batch["padding_mask"].numpy() > 0
+        ids = batch["token_ids"].numpy()
+        for row in range(len(ids)):
+            every.append((labels[row][real[row]], scores[row][real[row]]))
+            keep = real[row] & ~np.isin(ids[row], specials)
+            maskable.append((labels[row][keep], scores[row][keep]))
+    return {
+        "checkpoint": checkpoint if trained else "initial weights",
+        "examples": len(every),
+        "auc_all_tokens": bootstrap(every, rng),
+        "auc_maskable_tokens": bootstrap(maskable, rng),
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("runs", nargs="+", help="pretrain/run.py model directories.")
+    parser.add_argument(
+        "--batches",
+        type=int,
+        default=7,
+        help="Held-out batches (the demo's eval shard holds 7 of 32).",
+    )
+    parser.add_argument("--output", default="bench/rtd_auc.json")
+    args = parser.parse_args()
+    rng = np.random.default_rng(0)
+    results = {}
+    print(f"{'run':<28}{'weights':<10}{'AUC all tokens':>26}{'AUC maskable':>26}")
+    for run in args.runs:
+        results[run] = {}
+        for trained in (False, True):
+            row = evaluate(run, trained, args.batches, rng)
+            results[run]["trained" if trained else "initial"] = row
+            cells = [
+                f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+                for v, lo, hi in (row["auc_all_tokens"], row["auc_maskable_tokens"])
+            ]
+            name = "trained" if trained else "initial"
+            print(f"{run:<28}{name:<10}{cells[0]:>26}{cells[1]:>26}")
+    with open(args.output, "w") as f:
+        json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
