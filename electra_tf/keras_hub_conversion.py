@@ -14,6 +14,8 @@ The two share layer names, so conversion copies layer by layer. What differs:
 
 from __future__ import annotations
 
+import os
+
 import keras_hub
 import numpy as np
 
@@ -121,6 +123,27 @@ def save_keras_hub_preset(encoder, vocabulary_tokens, preset_dir, lowercase=True
 
 
 def load_keras_hub_preset(preset, dtype=None) -> ElectraEncoder:
-    """Our encoder from a keras-hub ELECTRA preset (a directory or a preset name)."""
-    backbone = keras_hub.models.ElectraBackbone.from_preset(preset)
+    """Our encoder from a keras-hub ELECTRA preset (a directory or a preset name).
+
+    Raises:
+        ConversionError: naming the preset and what is wrong with it (a missing
+            directory or file, or weights whose shapes the config does not
+            have), instead of keras-hub's generic messages.
+    """
+    preset = str(preset)
+    if os.path.sep in preset or os.path.exists(preset):
+        if not os.path.isdir(preset):
+            raise ConversionError(f"preset directory {preset} does not exist")
+        for name in ("config.json", "model.weights.h5"):
+            if not os.path.exists(os.path.join(preset, name)):
+                raise ConversionError(
+                    f"preset directory {preset} has no {name}: not a complete "
+                    "keras-hub preset (see save_keras_hub_preset)"
+                )
+    try:
+        backbone = keras_hub.models.ElectraBackbone.from_preset(preset)
+    except (ValueError, OSError) as error:
+        raise ConversionError(
+            f"cannot load keras-hub preset {preset}: {error}"
+        ) from error
     return encoder_from_keras_hub(backbone, dtype=dtype)

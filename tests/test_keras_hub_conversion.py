@@ -46,3 +46,25 @@ def test_exported_preset_loads_in_keras_hub_with_same_outputs(encoder, tmp_path)
 def test_vocabulary_size_mismatch_is_refused(encoder, tmp_path):
     with pytest.raises(ConversionError, match="vocabulary has 10 tokens"):
         save_keras_hub_preset(encoder, _vocabulary()[:10], tmp_path)
+
+
+def test_broken_presets_are_named(encoder, tmp_path):
+    import json
+    import shutil
+
+    save_keras_hub_preset(encoder, _vocabulary(), tmp_path / "ok")
+    with pytest.raises(ConversionError, match="nowhere does not exist"):
+        load_keras_hub_preset(str(tmp_path / "nowhere"))
+    shutil.copytree(tmp_path / "ok", tmp_path / "no_weights")
+    (tmp_path / "no_weights" / "model.weights.h5").unlink()
+    with pytest.raises(ConversionError, match="no_weights has no model.weights.h5"):
+        load_keras_hub_preset(str(tmp_path / "no_weights"))
+    # Weights of another width than the config says: keras-hub's message, which
+    # names a layer and both shapes, prefixed with the preset.
+    shutil.copytree(tmp_path / "ok", tmp_path / "mismatch")
+    config_path = tmp_path / "mismatch" / "config.json"
+    config = json.loads(config_path.read_text())
+    config["config"].update(hidden_dim=32, intermediate_dim=64)
+    config_path.write_text(json.dumps(config))
+    with pytest.raises(ConversionError, match="(?s)preset .*mismatch.*shape"):
+        load_keras_hub_preset(str(tmp_path / "mismatch"))
