@@ -111,12 +111,12 @@ class ElectraAdam(keras.optimizers.AdamW):
         self.assign_sub(variable, lr * update)
 
     # --- cross-replica order: all-reduce, then clip ---
+    # Set (while tracing) by `ElectraLossScaleOptimizer`, which sums first.
+    _gradients_summed = False
+
     def _backend_apply_gradients(self, grads, trainable_variables):
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            present = [g for g in grads if g is not None]
-            summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
-            grads = [None if g is None else next(summed) for g in grads]
+        if not self._gradients_summed:
+            grads = _sum_across_replicas(grads)
         super()._backend_apply_gradients(grads, trainable_variables)
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
@@ -128,3 +128,41 @@ class ElectraAdam(keras.optimizers.AdamW):
         config["decay_exclusions"] = self.decay_exclusions
         config["learning_rate_multipliers"] = self.learning_rate_multipliers
         return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraLossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
+    """Keras' dynamic loss scaling (for mixed_float16), one verdict for all replicas.
+
+    Keras decides per replica whether the gradients are finite, assuming they
+    are already summed across replicas. `ElectraAdam` sums them later, inside
+    `apply` (before clipping): then Keras either follows the first replica's
+    verdict (and may apply a non-finite sum) or lets each replica decide (and
+    one may skip while another waits forever in the all-reduce). Here the
+    gradients are summed first, so every replica judges the same sum: all
+    skip, or none does.
+    """
+
+    def apply(self, grads, trainable_variables=None):
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return super().apply(grads, trainable_variables)
+        # Summing here (non-finite values stay non-finite in the sum) rather
+        # than all-reducing the verdict: a collective inside Keras' merge_call
+        # would be ordered differently on different replicas.
+        grads = _sum_across_replicas(grads)
+        self.inner_optimizer._gradients_summed = True
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            self.inner_optimizer._gradients_summed = False
+
+
+def _sum_across_replicas(grads):
+    """Gradients summed over the replicas of a `tf.distribute` step (None kept)."""
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return grads
+    present = [g for g in grads if g is not None]
+    summed = iter(context.all_reduce(tf.distribute.ReduceOp.SUM, present))
+    return [None if g is None else next(summed) for g in grads]

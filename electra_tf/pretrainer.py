@@ -37,6 +37,23 @@ def _cross_replica_sum(value):
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
+def _update_and_micro_batch(optimizer):
+    """(update, micro-batch within it): the position that keys a step's draws.
+
+    With gradient accumulation `optimizer.iterations` counts updates, so all
+    k micro-batches of an update share its key, and `global_example_index`
+    places each after the ones before it: the draws are those of one step on
+    the concatenated batch. Keras keeps the micro-batch count only in the
+    private `_iterations`.
+    """
+    # A LossScaleOptimizer (mixed_float16) wraps the optimizer that accumulates.
+    inner = getattr(optimizer, "inner_optimizer", optimizer)
+    steps = inner.gradient_accumulation_steps
+    if not steps:
+        return optimizer.iterations, 0
+    return inner.iterations, inner._iterations % steps
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraPretrainer(keras.Model):
     """ELECTRA pre-training (replaced token detection) or the MLM baseline.
@@ -161,15 +178,16 @@ class ElectraPretrainer(keras.Model):
         token_ids = tf.cast(inputs["token_ids"], tf.int32)
         segment_ids = tf.cast(inputs["segment_ids"], tf.int32)
         padding_mask = tf.cast(inputs["padding_mask"], tf.int32)
+        micro_batch = 0
         if step is None:
             optimizer = getattr(self, "optimizer", None)
             if training and optimizer is not None:
-                step = optimizer.iterations
+                step, micro_batch = _update_and_micro_batch(optimizer)
             else:
                 step = _EVAL_STEP
         key = random_streams.step_key(config.seed, step)
         batch_size = tf.shape(token_ids)[0]
-        example_index = random_streams.global_example_index(batch_size)
+        example_index = random_streams.global_example_index(batch_size, micro_batch)
 
         masked = mask_tokens(
             token_ids,
@@ -280,6 +298,15 @@ class ElectraPretrainer(keras.Model):
             scaled_loss = self.optimizer.scale_loss(outputs["loss"])
         variables = self.trainable_variables
         gradients = tape.gradient(scaled_loss, variables)
+        # The embedding lookups' gradients come as IndexedSlices whose repeated
+        # token ids are not yet summed; Keras' global-norm clipping would take
+        # the norm of those unsummed slices, not the gradient's. Dense ones give
+        # the true norm, the same whether or not micro-batches are accumulated
+        # (the accumulator is dense) and what a TPU computes.
+        gradients = [
+            tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+            for g in gradients
+        ]
         self.optimizer.apply(gradients, variables)
         self._update_metrics(inputs, outputs)
         return {name: tracker.result() for name, tracker in self._trackers.items()}

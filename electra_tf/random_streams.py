@@ -8,6 +8,7 @@ hash of `(seed, step, global example index, stream, element)`:
 
 * a step on 8 replicas draws exactly what the same global batch draws on one
   device (the example index is global), which the distribution tests rely on;
+  likewise k accumulated micro-batches draw what their concatenation draws;
 * a run resumed from a checkpoint draws what the uninterrupted run drew, since
   the step comes from the restored optimizer;
 * it is static-shaped, host-free and compiles with XLA on CPU, GPU and TPU.
@@ -52,17 +53,23 @@ def step_key(seed: int, step: tf.Tensor) -> tf.Tensor:
     return mix32(key ^ mix32(high + _u32(_GOLDEN)))
 
 
-def global_example_index(batch_size: int) -> tf.Tensor:
+def global_example_index(batch_size: int, micro_batch=0) -> tf.Tensor:
     """Indices of this replica's examples within the global batch, int32 [batch].
 
     The global batch is the concatenation of the replicas' batches in replica
-    order, which is how `tf.distribute` splits a batch.
+    order, which is how `tf.distribute` splits a batch. With gradient
+    accumulation, the batch of one update is the concatenation of its
+    micro-batches: micro-batch `m` (a scalar, possibly a tensor) holds the
+    examples after the `m` global micro-batches before it, so k micro-batches
+    draw what one batch of k times their size draws.
     """
     context = tf.distribute.get_replica_context()
-    replica_id = 0
+    replica_id, replicas = 0, 1
     if context is not None:
         replica_id = context.replica_id_in_sync_group
-    offset = tf.cast(replica_id, tf.int32) * batch_size
+        replicas = context.num_replicas_in_sync
+    micro_batch = tf.cast(micro_batch, tf.int32)
+    offset = (micro_batch * replicas + tf.cast(replica_id, tf.int32)) * batch_size
     return offset + tf.range(batch_size, dtype=tf.int32)
 
 
