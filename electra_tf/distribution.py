@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import keras
 import tensorflow as tf
 
@@ -30,22 +32,74 @@ def make_strategy(
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker":
-        return tf.distribute.MultiWorkerMirroredStrategy()
-    if name == "tpu":
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-                tpu=tpu or "", zone=tpu_zone, project=gcp_project
-            )
-            tf.config.experimental_connect_to_cluster(resolver)
-            tf.tpu.experimental.initialize_tpu_system(resolver)
-        except (ValueError, RuntimeError, tf.errors.OpError) as error:
+            return tf.distribute.MultiWorkerMirroredStrategy()
+        except (ValueError, RuntimeError) as error:
             raise DistributionError(
-                f"No TPU found for --tpu={tpu or '(unset)'} "
-                f"(zone={tpu_zone}, project={gcp_project}): {error}. On a Cloud "
-                "TPU VM pass --tpu=local; elsewhere pass the TPU's name."
+                "cannot start MultiWorkerMirroredStrategy: check TF_CONFIG "
+                f"({os.environ.get('TF_CONFIG', 'unset')}); the strategy must be "
+                f"created before any other TensorFlow op. {_first_line(error)}"
             ) from error
-        return tf.distribute.TPUStrategy(resolver)
+    if name == "tpu":
+        return _tpu_strategy(tpu, tpu_zone, gcp_project)
     raise DistributionError(f"Unknown strategy {name!r}")
+
+
+def _tpu_strategy(tpu, tpu_zone, gcp_project) -> tf.distribute.TPUStrategy:
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
+            tpu=tpu or "", zone=tpu_zone, project=gcp_project
+        )
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    # Any failure: a TPU name is resolved through the GCE metadata server and
+    # the Cloud TPU API, which fail with urllib, googleapiclient or ImportError
+    # exceptions, the local runtime with TF's own; each is chained below.
+    except Exception as error:  # noqa: BLE001
+        raise DistributionError(
+            f"no TPU reachable for --tpu={tpu or '(unset)'} (--tpu-zone="
+            f"{tpu_zone or '(unset)'}, --gcp-project={gcp_project or '(unset)'}). "
+            "Check: on a Cloud TPU VM, pass --tpu=local and install the TPU build "
+            "of TensorFlow (libtpu; a CPU/GPU wheel has no TPU kernels, e.g. 'No "
+            "OpKernel ... ConfigureDistributedTPU'); from another VM, pass the TPU "
+            "node's name with its --tpu-zone and --gcp-project, check that it is "
+            "READY (gcloud compute tpus list) and reachable from this VM's network. "
+            f"Underlying error: {type(error).__name__}: {_first_line(error)}"
+        ) from error
+    return tf.distribute.TPUStrategy(resolver)
+
+
+def _first_line(error: Exception) -> str:
+    text = getattr(error, "message", None) or str(error)
+    return text.strip().splitlines()[0] if text.strip() else "(no message)"
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """True on the worker that writes checkpoints, logs and exports.
+
+    That is the `chief` task, or worker 0 when TF_CONFIG names no chief (the
+    `MultiWorkerMirroredStrategy` convention); always True on one host.
+    """
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    return resolver.task_type == "chief" or (
+        resolver.task_type == "worker" and resolver.task_id == 0
+    )
+
+
+def worker_temp_dir(model_dir: str, strategy: tf.distribute.Strategy) -> str:
+    """Where a non-chief worker writes what every worker must write.
+
+    Under `MultiWorkerMirroredStrategy` saving a checkpoint is a collective
+    operation: every worker must save, or the chief waits forever. Non-chief
+    workers save into this directory, private to their task, and delete it
+    (the pattern of TensorFlow's multi-worker guides).
+    """
+    resolver = strategy.cluster_resolver
+    return os.path.join(
+        model_dir, f"workertemp_{resolver.task_type}_{resolver.task_id}"
+    )
 
 
 def set_precision(precision: str) -> None:

@@ -22,16 +22,21 @@ from electra_tf.data.pretraining_dataset import (
     explain_data_loss,
     make_pretraining_dataset,
 )
-from electra_tf.distribution import set_precision
+from electra_tf.distributed_loop import DistributedLoop
+from electra_tf.distribution import is_chief, set_precision, worker_temp_dir
 from electra_tf.export import export_pretrained
-from electra_tf.optimizer import ElectraAdam
+from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer
 from electra_tf.pretrainer import ElectraPretrainer
 from electra_tf.schedule import WarmupPolynomialDecay
 
 logger = logging.getLogger(__name__)
 
-# Where a checkpoint written by this project keeps the optimizer step.
-_STEP_KEY = "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"
+# Where a checkpoint written by this project keeps the optimizer step (the
+# second under mixed_float16, whose loss-scale optimizer wraps ours).
+_STEP_KEYS = (
+    "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+    "optimizer/inner_optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+)
 
 
 def checkpoint_step(path: str) -> int:
@@ -40,8 +45,9 @@ def checkpoint_step(path: str) -> int:
         reader = tf.train.load_checkpoint(path)
     except (ValueError, tf.errors.OpError) as error:
         raise ConfigError(f"cannot read checkpoint {path}: {error}") from error
-    if reader.has_tensor(_STEP_KEY):
-        return int(reader.get_tensor(_STEP_KEY))
+    for key in _STEP_KEYS:
+        if reader.has_tensor(key):
+            return int(reader.get_tensor(key))
     return 0
 
 
@@ -72,15 +78,20 @@ def _datasets(
     training: TrainingConfig,
     pretraining: PretrainingConfig,
     vocabulary_size: int,
+    skip_batches: int = 0,
 ):
-    """Train and eval datasets, split per host when the strategy has several."""
+    """Train and eval datasets, split per host when the strategy has several.
+
+    The training data start after `skip_batches` batches, the position of an
+    uninterrupted run (per host, each host's pipeline being deterministic).
+    """
     per_host = isinstance(
         strategy,
         (tf.distribute.MultiWorkerMirroredStrategy, tf.distribute.TPUStrategy),
     )
 
     def make(pattern, is_training, input_context=None):
-        return make_pretraining_dataset(
+        dataset = make_pretraining_dataset(
             pattern,
             batch_size=training.batch_size,
             max_seq_length=pretraining.max_seq_length,
@@ -91,6 +102,9 @@ def _datasets(
             vocabulary_size=vocabulary_size,
             skip_corrupt_files=training.skip_corrupt_files,
         )
+        if is_training and skip_batches:
+            dataset = dataset.skip(skip_batches)
+        return dataset
 
     def make_for_strategy(pattern, is_training):
         if not per_host:
@@ -138,16 +152,21 @@ def build_pretrainer(
         step_offset=step_offset,
     )
     accumulation = optimizer.gradient_accumulation_steps
+    adam = ElectraAdam(
+        learning_rate=schedule,
+        weight_decay=optimizer.weight_decay,
+        beta_1=optimizer.beta_1,
+        beta_2=optimizer.beta_2,
+        epsilon=optimizer.epsilon,
+        global_clipnorm=optimizer.clip_norm or None,
+        gradient_accumulation_steps=accumulation if accumulation > 1 else None,
+    )
+    # Keras would wrap the optimizer in its own LossScaleOptimizer under
+    # mixed_float16; ours agrees across replicas on skipping a step.
+    if pretrainer.dtype_policy.name == "mixed_float16":
+        adam = ElectraLossScaleOptimizer(adam)
     pretrainer.compile(
-        optimizer=ElectraAdam(
-            learning_rate=schedule,
-            weight_decay=optimizer.weight_decay,
-            beta_1=optimizer.beta_1,
-            beta_2=optimizer.beta_2,
-            epsilon=optimizer.epsilon,
-            global_clipnorm=optimizer.clip_norm or None,
-            gradient_accumulation_steps=accumulation if accumulation > 1 else None,
-        ),
+        optimizer=adam,
         jit_compile=jit_compile,
         steps_per_execution=steps_per_execution,
     )
@@ -178,6 +197,11 @@ def run_pretraining(
     release's) weights; its stored step offsets the learning-rate schedule so
     the warm-up x decay curve continues instead of restarting.
 
+    Under `MultiWorkerMirroredStrategy` every worker makes this same call
+    (their steps, metric reads and checkpoint saves are collective); the chief
+    writes the files above, the other workers only a `workertemp_*` directory
+    that they delete, and all resume from the chief's checkpoints.
+
     Returns the final evaluation metrics (empty without eval data).
     """
     if training.batch_size % strategy.num_replicas_in_sync:
@@ -187,24 +211,33 @@ def run_pretraining(
         )
     set_precision(training.precision)
     model_dir = training.model_dir
+    chief = is_chief(strategy)
+    # Keras 3's `fit` and `evaluate` fail under MultiWorkerMirroredStrategy
+    # (keras-team/keras#20585): there, and only there, `DistributedLoop` runs
+    # the same train/test steps and callbacks with `strategy.run`.
+    multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     tf.io.gfile.makedirs(model_dir)
-    with tf.io.gfile.GFile(os.path.join(model_dir, "config.json"), "w") as f:
-        json.dump(
-            {
-                "model": model.to_dict(),
-                "pretraining": pretraining.to_dict(),
-                "optimizer": optimizer.to_dict(),
-                "training": training.to_dict(),
-                "vocabulary": vocabulary.path,
-            },
-            f,
-            indent=2,
-        )
+    if chief:
+        with tf.io.gfile.GFile(os.path.join(model_dir, "config.json"), "w") as f:
+            json.dump(
+                {
+                    "model": model.to_dict(),
+                    "pretraining": pretraining.to_dict(),
+                    "optimizer": optimizer.to_dict(),
+                    "training": training.to_dict(),
+                    "vocabulary": vocabulary.path,
+                },
+                f,
+                indent=2,
+            )
 
     checkpoint_dir = os.path.join(model_dir, "checkpoints")
-    resuming = tf.train.latest_checkpoint(checkpoint_dir) is not None
+    # Every worker resumes from the chief's checkpoints (a shared file system
+    # or GCS); non-chief workers save to a private directory they delete.
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    temp_dir = None if chief else worker_temp_dir(model_dir, strategy)
     step_offset = 0
-    if init_checkpoint and not resuming:
+    if init_checkpoint and latest is None:
         step_offset = checkpoint_step(init_checkpoint)
 
     # Seeds weight initialisation and dropout: a run killed before its first
@@ -228,51 +261,90 @@ def run_pretraining(
             dropout_seeds=list(pretrainer.non_trainable_variables),
         )
         manager = tf.train.CheckpointManager(
-            checkpoint, checkpoint_dir, max_to_keep=training.keep_checkpoints
+            checkpoint,
+            checkpoint_dir if chief else os.path.join(temp_dir, "checkpoints"),
+            max_to_keep=training.keep_checkpoints,
         )
-        if resuming:
-            checkpoint.restore(
-                manager.latest_checkpoint
-            ).assert_existing_objects_matched()
-            logger.info("Resumed from %s", manager.latest_checkpoint)
+        if latest is not None:
+            checkpoint.restore(latest).assert_existing_objects_matched()
+            logger.info("Resumed from %s", latest)
         elif init_checkpoint:
             restore_weights(pretrainer, init_checkpoint)
             logger.info(
                 "Initialised from %s (schedule offset %d)", init_checkpoint, step_offset
             )
 
-    start_step = int(pretrainer.optimizer.iterations.numpy())
+    # With gradient accumulation Keras' `iterations` counts updates; the data
+    # advance by one batch per micro-batch.
+    done_updates = int(pretrainer.optimizer.iterations.numpy())
     accumulation = optimizer.gradient_accumulation_steps
-    # The optimizer counts micro-batches; the run counts updates.
-    done_updates = start_step // accumulation
-    train_data, eval_data = _datasets(strategy, training, pretraining, vocabulary.size)
-    if start_step and isinstance(train_data, tf.data.Dataset):
-        # Continue at the same data position as an uninterrupted run.
-        train_data = train_data.skip(start_step)
-
-    callbacks = [
-        CheckpointCallback(manager, pretrainer.optimizer),
-        keras.callbacks.TensorBoard(
-            os.path.join(model_dir, "logs"), update_freq=training.checkpoint_every
-        ),
-    ]
-    sample = None
-    if isinstance(eval_data, tf.data.Dataset):
-        sample = next(iter(eval_data.take(1)))
-    callbacks.append(
-        TrainingSummaries(
-            os.path.join(model_dir, "logs", "extra"),
-            global_batch_size=training.batch_size * accumulation,
-            sample_batch=sample,
-            vocabulary_tokens=vocabulary.tokens,
-        )
+    train_data, eval_data = _datasets(
+        strategy,
+        training,
+        pretraining,
+        vocabulary.size,
+        skip_batches=done_updates * accumulation,
     )
+
+    callbacks = [CheckpointCallback(manager, pretrainer.optimizer)]
+    if chief:
+        sample = None
+        if training.precision != "float32":
+            # The text summary calls the model eagerly, where keras-hub's
+            # MaskedLMHead fails under a mixed policy (bias dtype mismatch).
+            logger.warning(
+                "No replaced-token text summary under %s", training.precision
+            )
+        elif isinstance(eval_data, tf.data.Dataset):
+            sample = next(iter(eval_data.take(1)))
+        elif multi_worker and training.eval_data:
+            # A local batch for the text summary, which the chief renders
+            # eagerly outside `strategy.run` (no collective operation).
+            sample = next(
+                iter(
+                    make_pretraining_dataset(
+                        training.eval_data,
+                        batch_size=1,
+                        max_seq_length=pretraining.max_seq_length,
+                        training=False,
+                    )
+                )
+            )
+        callbacks += [
+            keras.callbacks.TensorBoard(
+                os.path.join(model_dir, "logs"), update_freq=training.checkpoint_every
+            ),
+            TrainingSummaries(
+                os.path.join(model_dir, "logs", "extra"),
+                global_batch_size=training.batch_size * accumulation,
+                sample_batch=sample,
+                vocabulary_tokens=vocabulary.tokens,
+            ),
+        ]
+    else:
+        callbacks.append(_RemoveDirectory(temp_dir))
+    if multi_worker:
+        loop = DistributedLoop(
+            pretrainer,
+            strategy,
+            steps_per_execution=training.steps_per_execution,
+            jit_compile=training.jit_compile,
+        )
+        fit, evaluate = loop.fit, loop.evaluate
+    else:
+        fit = pretrainer.fit
+
+        def evaluate(data, steps):
+            return pretrainer.evaluate(data, steps=steps, return_dict=True, verbose=0)
+
     steps_per_epoch = training.checkpoint_every * accumulation
     epochs = training.train_steps // training.checkpoint_every
     initial_epoch = done_updates // training.checkpoint_every
+    patterns = ",".join(p for p in (training.train_data, training.eval_data) if p)
     if initial_epoch < epochs:
+        options = {} if multi_worker else {"shuffle": False}  # the input shuffles
         try:
-            pretrainer.fit(
+            fit(
                 train_data,
                 epochs=epochs,
                 initial_epoch=initial_epoch,
@@ -281,12 +353,11 @@ def run_pretraining(
                 validation_steps=training.eval_steps,
                 validation_freq=max(1, training.eval_every_checkpoints),
                 callbacks=callbacks,
-                shuffle=False,  # the input pipeline shuffles
                 verbose=verbose,
+                **options,
             )
         except tf.errors.DataLossError as error:
-            patterns = [training.train_data, training.eval_data]
-            raise explain_data_loss(",".join(p for p in patterns if p)) from error
+            raise explain_data_loss(patterns) from error
         except tf.errors.InvalidArgumentError as error:
             failure = data_check_failure(error)
             if failure is None:
@@ -295,27 +366,32 @@ def run_pretraining(
 
     results = {}
     if eval_data is not None:
-        results = pretrainer.evaluate(
-            eval_data, steps=training.eval_steps, return_dict=True, verbose=0
-        )
+        results = evaluate(eval_data, training.eval_steps)
         results = {name: float(value) for name, value in results.items()}
-        results["step"] = int(pretrainer.optimizer.iterations.numpy()) // accumulation
-        with tf.io.gfile.GFile(os.path.join(model_dir, "eval_results.json"), "w") as f:
-            json.dump(results, f, indent=2)
-    if _is_chief(strategy):
+        results["step"] = int(pretrainer.optimizer.iterations.numpy())
+        if chief:
+            path = os.path.join(model_dir, "eval_results.json")
+            with tf.io.gfile.GFile(path, "w") as f:
+                json.dump(results, f, indent=2)
+    if chief:
         export_pretrained(
             pretrainer,
             vocabulary.tokens,
             os.path.join(model_dir, "export"),
             lowercase=lowercase,
         )
+    elif tf.io.gfile.exists(temp_dir):
+        tf.io.gfile.rmtree(temp_dir)
     return results
 
 
-def _is_chief(strategy) -> bool:
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return True
-    return resolver.task_type == "chief" or (
-        resolver.task_type == "worker" and resolver.task_id == 0
-    )
+class _RemoveDirectory(keras.callbacks.Callback):
+    """Deletes a non-chief worker's private checkpoints after each save."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def on_epoch_end(self, epoch, logs=None):
+        if tf.io.gfile.exists(self.path):
+            tf.io.gfile.rmtree(self.path)

@@ -109,6 +109,9 @@ def parse_args(argv=None):
         "--strategy",
         default="default",
         choices=["default", "mirrored", "multi_worker", "tpu"],
+        help="default: one device; mirrored: all local GPUs; multi_worker: "
+        "several hosts, each started with its own TF_CONFIG (needs --data); "
+        "tpu: the TPU named by --tpu.",
     )
     run.add_argument("--tpu", help="TPU name or grpc:// address; 'local' on a TPU VM.")
     run.add_argument("--tpu-zone")
@@ -166,6 +169,19 @@ def _run(args) -> int:
     from electra_tf.pretraining import run_pretraining
     from electra_tf.vocabulary import Vocabulary, learn_vocabulary
 
+    if args.strategy == "multi_worker" and not args.data:
+        raise ConfigError(
+            "--strategy multi_worker needs --data: build the TFRecords once with "
+            "pretrain/build_data.py, not on every worker"
+        )
+    # First: MultiWorkerMirroredStrategy must exist before any other
+    # TensorFlow op runs in this process, and a missing TPU should fail fast.
+    strategy = make_strategy(
+        args.strategy,
+        tpu=args.tpu,
+        tpu_zone=args.tpu_zone,
+        gcp_project=args.gcp_project,
+    )
     preset = get_preset(args.preset)
     try:
         hparams = json.loads(args.hparams)
@@ -263,12 +279,6 @@ def _run(args) -> int:
         train_data=train_data, eval_data=eval_data or ""
     )
 
-    strategy = make_strategy(
-        args.strategy,
-        tpu=args.tpu,
-        tpu_zone=args.tpu_zone,
-        gcp_project=args.gcp_project,
-    )
     configs["training"] = configs["training"].override(
         jit_compile=resolve_jit_compile(args.jit, strategy)
     )

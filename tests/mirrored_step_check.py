@@ -17,14 +17,15 @@ tf.config.set_logical_device_configuration(
 
 sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
+import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from conftest import make_pretrainer, random_batch  # noqa: E402
 
-from electra_tf.optimizer import ElectraAdam  # noqa: E402
+from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer  # noqa: E402
 from electra_tf.presets import get_preset  # noqa: E402
 
 
-def build(strategy, weights=None):
+def build(strategy, weights=None, optimizer=None):
     preset = get_preset("tiny")
     with strategy.scope():
         model = make_pretrainer(
@@ -34,7 +35,7 @@ def build(strategy, weights=None):
         # A large rate and a clip norm the gradient exceeds, so both the
         # gradient sum and the clipping order show in the weights.
         model.compile(
-            optimizer=ElectraAdam(learning_rate=1e-2, global_clipnorm=0.5),
+            optimizer=optimizer or ElectraAdam(learning_rate=1e-2, global_clipnorm=0.5),
             jit_compile=False,
         )
         if weights is not None:
@@ -58,7 +59,39 @@ def main():
         for a, b in zip(single.get_weights(), mirrored.get_weights())
     )
     moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), start))
-    print(json.dumps({"max_difference": diff, "max_update": moved}))
+    figures = {"max_difference": diff, "max_update": moved}
+    figures.update(float16_step(dataset))
+    print(json.dumps(figures))
+
+
+def float16_step(dataset):
+    """Two mixed_float16 steps on the 2 replicas, with our loss-scale optimizer."""
+    keras.mixed_precision.set_global_policy("mixed_float16")
+    try:
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        with strategy.scope():
+            optimizer = ElectraLossScaleOptimizer(
+                ElectraAdam(learning_rate=1e-2, global_clipnorm=0.5)
+            )
+        model = build(strategy, optimizer=optimizer)
+        start = model.get_weights()
+        # Steps whose float16 gradients overflow are skipped while the loss
+        # scale halves from 2**15; later steps update the weights.
+        history = model.fit(dataset, steps_per_epoch=8, epochs=1, verbose=0)
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    replica_difference = max(
+        float(np.abs(w.value.values[0].numpy() - w.value.values[1].numpy()).max())
+        for w in model.trainable_weights
+    )
+    return {
+        "float16_finite": bool(np.isfinite(history.history["loss"][0])),
+        "float16_update": max(
+            float(np.abs(a - b).max()) for a, b in zip(model.get_weights(), start)
+        ),
+        "float16_replica_difference": replica_difference,
+        "float16_scale": float(model.optimizer.dynamic_scale.numpy()),
+    }
 
 
 if __name__ == "__main__":
