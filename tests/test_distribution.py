@@ -337,8 +337,15 @@ def test_bfloat16_losses_track_float32():
     weights = None
     for precision in ("float32", "mixed_bfloat16"):
         with _policy(precision):
+            keras.utils.set_random_seed(0)
             model = make_pretrainer(*_tiny(dropout=0.0))
-            model.compile(optimizer=ElectraAdam(learning_rate=2e-3), jit_compile=False)
+            # The recipe's clipping: without it a float32 run on these random
+            # batches was seen to spike (loss 216 at step 17), and two chaotic
+            # trajectories cannot be compared.
+            model.compile(
+                optimizer=ElectraAdam(learning_rate=2e-3, global_clipnorm=1.0),
+                jit_compile=False,
+            )
             if weights is None:
                 weights = model.get_weights()
             else:
@@ -351,8 +358,8 @@ def test_bfloat16_losses_track_float32():
             losses[precision] = _fit_per_step_losses(model, batches, steps)
     full, half = losses["float32"], losses["mixed_bfloat16"]
     # bfloat16 keeps 8 bits of mantissa (~0.4%); after 24 Adam steps the two
-    # runs' per-step losses stay within 2% of each other (measured here: at
-    # most 0.17%).
+    # runs' per-step losses stay within 2% of each other (measured here with
+    # seed 0: at most 0.74%).
     np.testing.assert_allclose(half, full, rtol=0.02)
     for run in (full, half):
         assert run[-6:].mean() < run[:6].mean() - 0.5, run
