@@ -250,8 +250,12 @@ def model_config_from_tensors(
         "num_layers": num_layers,
         "hidden_dim": hidden_dim,
         "embedding_dim": embedding_dim,
-        "num_heads": num_heads or max(1, hidden_dim // 64),
-        "intermediate_dim": intermediate_dim,
+        # 0 is ModelConfig's "the original's rule": kept where the rule holds,
+        # so a converted config compares equal to a preset's.
+        "num_heads": 0 if num_heads in (0, max(1, hidden_dim // 64)) else num_heads,
+        "intermediate_dim": 0
+        if intermediate_dim == 4 * hidden_dim
+        else intermediate_dim,
         "max_sequence_length": max_sequence_length,
         "num_segments": num_segments,
     }
