@@ -10,6 +10,9 @@ import pytest  # noqa: E402
 # Ids of the special tokens in every tiny test vocabulary (BERT's are 0, 100-103).
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 TINY_VOCABULARY_SIZE = 200
+SPECIAL_TOKEN_IDS = dict(
+    pad_token_id=PAD, cls_token_id=CLS, sep_token_id=SEP, mask_token_id=MASK
+)
 
 
 def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULARY_SIZE):
@@ -47,11 +50,4 @@ def tiny_configs():
 def make_pretrainer(model_config, pretraining_config):
     from electra_tf.pretrainer import ElectraPretrainer
 
-    return ElectraPretrainer(
-        model_config,
-        pretraining_config,
-        pad_token_id=PAD,
-        cls_token_id=CLS,
-        sep_token_id=SEP,
-        mask_token_id=MASK,
-    )
+    return ElectraPretrainer(model_config, pretraining_config, **SPECIAL_TOKEN_IDS)

@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 import safetensors.numpy
-from conftest import make_pretrainer, random_batch
+from conftest import SPECIAL_TOKEN_IDS, make_pretrainer, random_batch
 
 from electra_tf.conversion_error import ConversionError
 from electra_tf.hf_conversion import (
@@ -41,10 +41,7 @@ def pretrainer():
     return load_hf_pretrainer(
         FIXTURE / "discriminator",
         FIXTURE / "generator",
-        pad_token_id=0,
-        cls_token_id=2,
-        sep_token_id=3,
-        mask_token_id=4,
+        **SPECIAL_TOKEN_IDS,
     )
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import safetensors.numpy
 import tensorflow as tf
-from conftest import make_pretrainer
+from conftest import SPECIAL_TOKEN_IDS, make_pretrainer
 from test_hf_conversion import TOLERANCE, all_positions
 
 from electra_tf.config import ModelConfig
@@ -102,10 +102,7 @@ def converted(tf1_checkpoint):
     return load_tf1_pretrainer(
         pathlib.Path(tf1_checkpoint).parent,  # the directory: newest checkpoint
         num_heads=2,
-        pad_token_id=0,
-        cls_token_id=2,
-        sep_token_id=3,
-        mask_token_id=4,
+        **SPECIAL_TOKEN_IDS,
     )
 
 
