@@ -51,3 +51,16 @@ def make_pretrainer(model_config, pretraining_config):
     from electra_tf.pretrainer import ElectraPretrainer
 
     return ElectraPretrainer(model_config, pretraining_config, **SPECIAL_TOKEN_IDS)
+
+
+def randomize_weights(model, seed=0):
+    """Random weights of a visible scale (LayerNorm gains around 1).
+
+    At the 0.02-stddev initialisation outputs hardly depend on the inputs,
+    so a wrong mapping or a tokenisation difference could hide in them.
+    """
+    rng = np.random.default_rng(seed)
+    for variable in model.trainable_weights:
+        is_gain = variable.path.endswith("gamma")
+        noise = rng.standard_normal(tuple(variable.shape))
+        variable.assign((1.0 if is_gain else 0.0) + (0.2 if is_gain else 0.3) * noise)

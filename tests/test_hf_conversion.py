@@ -15,7 +15,7 @@ import keras
 import numpy as np
 import pytest
 import safetensors.numpy
-from conftest import SPECIAL_TOKEN_IDS, make_pretrainer, random_batch
+from conftest import SPECIAL_TOKEN_IDS, make_pretrainer, random_batch, randomize_weights
 
 from electra_tf.conversion_error import ConversionError
 from electra_tf.hf_conversion import (
@@ -189,21 +189,12 @@ def transformers():
     return pytest.importorskip("transformers")
 
 
-def _randomize(model, seed):
-    """Random weights of a visible scale (the 0.02 initialisation hides errors)."""
-    rng = np.random.default_rng(seed)
-    for variable in model.weights:
-        scale = 0.2 if "gamma" in variable.path else 0.3
-        base = 1.0 if "gamma" in variable.path else 0.0
-        variable.assign(base + scale * rng.standard_normal(variable.shape))
-
-
 def test_transformers_loads_our_pretrainer(transformers, tiny_configs, tmp_path):
     import torch
 
     model_config, pretraining_config = tiny_configs
     ours = make_pretrainer(model_config, pretraining_config)
-    _randomize(ours, seed=1)
+    randomize_weights(ours, seed=1)
     paths = save_hf_pretrainer(ours, tmp_path)
     batch = random_batch(batch_size=3, length=20)
     feed = dict(
