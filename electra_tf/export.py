@@ -151,3 +151,32 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
 def load_generator(path):
     """Loads `generator.keras` (safe mode: no lambdas or arbitrary code)."""
     return keras.models.load_model(path, safe_mode=True)
+
+
+def export_encoder(encoder, vocabulary_tokens, export_dir, lowercase=True):
+    """The exports that need only an encoder (no RTD head, no generator).
+
+    * `discriminator/`: the keras-hub preset (what `finetune/run.py
+      --pretrained` takes);
+    * `encoder.keras`: our `ElectraEncoder` (exact GELU, no pooler);
+    * `hub/encoder/`, `hub/preprocessing/`: TF-Hub style SavedModels.
+    Returns the paths by name.
+    """
+    tf.io.gfile.makedirs(export_dir)
+    paths = {
+        "discriminator_preset": os.path.join(export_dir, "discriminator"),
+        "encoder": os.path.join(export_dir, "encoder.keras"),
+    }
+    save_keras_hub_preset(
+        encoder, vocabulary_tokens, paths["discriminator_preset"], lowercase=lowercase
+    )
+    encoder.save(paths["encoder"])
+    hub = export_tf_hub(
+        encoder,
+        vocabulary_tokens,
+        os.path.join(export_dir, "hub"),
+        lowercase=lowercase,
+        seq_length=min(128, encoder.max_sequence_length),
+    )
+    paths.update({f"hub_{name}": path for name, path in hub.items()})
+    return paths

@@ -50,6 +50,8 @@ def run_flags(model_config: ModelConfig) -> str:
     flags = f"--preset {name}"
     if changes:
         flags += f" --hparams '{json.dumps(changes, sort_keys=True)}'"
+    if PRESETS[name].pretraining.max_seq_length > model_config.max_sequence_length:
+        flags += f" --max-seq-length {model_config.max_sequence_length}"
     return flags
 
 
@@ -134,6 +136,21 @@ class PretrainingCheckpoint:
     lowercase: bool
 
 
+def _newest_checkpoint(directory: str) -> str | None:
+    """A run's newest checkpoint, or a converted one (written without the
+    `checkpoint` state file) with the highest step."""
+    latest = tf.train.latest_checkpoint(directory)
+    if latest is not None:
+        return latest
+    prefixes = [
+        name.removesuffix(".index")
+        for name in tf.io.gfile.glob(os.path.join(directory, "ckpt-*.index"))
+    ]
+    steps = {p: p.rsplit("-", 1)[1] for p in prefixes}
+    numbered = [p for p, step in steps.items() if step.isdigit()]
+    return max(numbered, key=lambda p: int(steps[p])) if numbered else None
+
+
 def _find_config(checkpoint: str) -> str:
     folder = os.path.dirname(os.path.abspath(checkpoint))
     for candidate in (folder, os.path.dirname(folder)):
@@ -161,7 +178,7 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
     """
     path = os.fspath(path)
     if tf.io.gfile.isdir(path):
-        latest = tf.train.latest_checkpoint(path) or tf.train.latest_checkpoint(
+        latest = _newest_checkpoint(path) or _newest_checkpoint(
             os.path.join(path, "checkpoints")
         )
         if latest is None:

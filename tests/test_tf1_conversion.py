@@ -1,20 +1,26 @@
 """Original TF1 checkpoints (google-research/electra variable names) to ours.
 
-The checkpoints here are written the way the original wrote them: TF1
-variables named by variable scopes, saved by `tf.compat.v1.train.Saver`,
-with Adam slots and `global_step`. The weights are the Hugging Face
-fixture's, renamed by this file's own table (not the library's), so the
-converted model must reproduce transformers' recorded outputs.
+The checkpoints here are written the way the original wrote them
+(`conftest.write_tf1_checkpoint`: TF1 variables saved by
+`tf.compat.v1.train.Saver`, with Adam slots and `global_step`). The weights
+are the Hugging Face fixture's, renamed by the tests' own table (not the
+library's), so the converted model must reproduce transformers' recorded
+outputs.
 """
 
 import pathlib
-import re
 
 import numpy as np
 import pytest
 import safetensors.numpy
 import tensorflow as tf
-from conftest import SPECIAL_TOKEN_IDS, make_pretrainer
+from conftest import (
+    HF_FIXTURE,
+    SPECIAL_TOKEN_IDS,
+    TF1_STEP,
+    make_pretrainer,
+    write_tf1_checkpoint,
+)
 from test_hf_conversion import TOLERANCE, all_positions
 
 from electra_tf.config import ModelConfig
@@ -32,64 +38,8 @@ from electra_tf.tf1_conversion import (
     read_tf1_checkpoint,
 )
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "hf_reference"
-STEP = 766_000
-
-
-def tf1_name(hf_name, tower):
-    """google-research/electra's name of a Hugging Face tensor (the inverse of
-    transformers' TF1 conversion script), and whether to transpose it."""
-    name = hf_name.removeprefix("electra.")
-    if name == "generator_lm_head.bias":
-        return "generator_predictions/output_bias", False
-    name = re.sub(r"layer\.(\d+)", r"layer_\1", name)
-    name = name.replace("dense_prediction", "dense_1").replace(".", "/")
-    transpose = False
-    if name.endswith("LayerNorm/weight"):
-        name = name.removesuffix("weight") + "gamma"
-    elif name.endswith("LayerNorm/bias"):
-        name = name.removesuffix("bias") + "beta"
-    elif name.endswith("_embeddings/weight"):
-        name = name.removesuffix("/weight")
-    elif name.endswith("/weight"):
-        name, transpose = name.removesuffix("weight") + "kernel", True
-    if not name.startswith(("discriminator_predictions", "generator_predictions")):
-        # Shared embeddings live under the discriminator's scope.
-        shared = name.startswith("embeddings/")
-        name = (
-            "electra/" if tower == "discriminator" or shared else "generator/"
-        ) + name
-    return name, transpose
-
-
-def write_tf1_checkpoint(tensors, prefix, step):
-    """What the original's Estimator wrote: variables, Adam slots, global_step."""
-    with tf.Graph().as_default():
-        for name, value in tensors.items():
-            tf.compat.v1.get_variable(name, initializer=value)
-            for slot in ("adam_m", "adam_v"):
-                tf.compat.v1.get_variable(
-                    f"{name}/{slot}", initializer=np.zeros_like(value)
-                )
-        global_step = tf.compat.v1.train.get_or_create_global_step()
-        with tf.compat.v1.Session() as session:
-            session.run(tf.compat.v1.global_variables_initializer())
-            session.run(global_step.assign(step))
-            return tf.compat.v1.train.Saver().save(
-                session, str(prefix), global_step=step
-            )
-
-
-@pytest.fixture(scope="module")
-def tf1_checkpoint(tmp_path_factory):
-    tensors = {}
-    for tower in ("discriminator", "generator"):
-        weights = safetensors.numpy.load_file(FIXTURE / tower / "model.safetensors")
-        for hf_name, value in weights.items():
-            name, transpose = tf1_name(hf_name, tower)
-            tensors.setdefault(name, value.T if transpose else value)
-    directory = tmp_path_factory.mktemp("tf1")
-    return write_tf1_checkpoint(tensors, directory / "model.ckpt", STEP)
+FIXTURE = HF_FIXTURE
+STEP = TF1_STEP
 
 
 @pytest.fixture(scope="module")
