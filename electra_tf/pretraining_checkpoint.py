@@ -75,8 +75,17 @@ def write_pretraining_checkpoint(
     Returns the paths by name.
     """
     output_dir = os.fspath(output_dir)
-    tf.io.gfile.makedirs(output_dir)
     paths = {"config": os.path.join(output_dir, "config.json")}
+    vocabulary = None
+    if vocabulary_tokens is not None:
+        # Checked before anything is written.
+        vocabulary = Vocabulary(tuple(vocabulary_tokens), "the converted vocabulary")
+        if vocabulary.size != pretrainer.model_config.vocabulary_size:
+            raise ConversionError(
+                f"the vocabulary has {vocabulary.size} tokens but the model has "
+                f"{pretrainer.model_config.vocabulary_size} rows"
+            )
+    tf.io.gfile.makedirs(output_dir)
     # A bare optimizer carries the step under the key `checkpoint_step` reads.
     optimizer = keras.optimizers.Adam()
     optimizer.iterations.assign(step)
@@ -85,13 +94,7 @@ def write_pretraining_checkpoint(
         model=pretrainer, optimizer=optimizer
     ).write(prefix)
     flags = run_flags(pretrainer.model_config)
-    if vocabulary_tokens is not None:
-        vocabulary = Vocabulary(tuple(vocabulary_tokens), "the converted vocabulary")
-        if vocabulary.size != pretrainer.model_config.vocabulary_size:
-            raise ConversionError(
-                f"the vocabulary has {vocabulary.size} tokens but the model has "
-                f"{pretrainer.model_config.vocabulary_size} rows"
-            )
+    if vocabulary is not None:
         paths["vocabulary"] = os.path.join(output_dir, "vocab.txt")
         with tf.io.gfile.GFile(paths["vocabulary"], "w") as f:
             f.write("".join(token + "\n" for token in vocabulary.tokens))
