@@ -14,10 +14,17 @@ import tensorflow as tf
 
 
 class TextClassifierServing(tf.Module):
-    """`serving_default`: tf.string [batch] per text segment -> predictions.
+    """Signatures:
 
-    Inputs are named by `text_features` (one name for single-sentence tasks,
-    two for pairs, e.g. `premise` and `hypothesis`). Outputs:
+    * `serving_default` / `predict_text`: tf.string [batch] per text segment
+      -> predictions. Inputs are named by `text_features` (one name for
+      single-sentence tasks, two for pairs, e.g. `premise` and `hypothesis`);
+      tokenization, packing and truncation are the classifier
+      preprocessor's, in the graph.
+    * `predict_token_ids`: the packed int32 `token_ids`, `segment_ids`,
+      `padding_mask` [batch, length] -> the same predictions.
+
+    Outputs:
 
     * classification: `logits` and `probabilities` (float32
       [batch, num_classes]), `label_id` (int32 [batch]) and `label`
@@ -66,10 +73,22 @@ class TextClassifierServing(tf.Module):
                 lambda text_a, text_b: self._predict((text_a, text_b)),
                 input_signature=specs,
             )
+        self.predict_token_ids = tf.function(
+            self._predict_packed,
+            input_signature=[
+                {
+                    name: tf.TensorSpec([None, None], tf.int32, name=name)
+                    for name in ("token_ids", "segment_ids", "padding_mask")
+                }
+            ],
+        )
 
     def _predict(self, texts):
         # `x=`: a positional 2-tuple would be taken for `(x, y)`.
         x = self.preprocessor(x=texts[0] if len(texts) == 1 else texts)
+        return self._predict_packed(x)
+
+    def _predict_packed(self, x):
         outputs = tf.cast(self.classifier(x, training=False), tf.float32)
         if self.regression:
             return {"score": outputs[:, 0] * self.label_scale}
@@ -101,9 +120,14 @@ def export_text_classifier(
         classifier, text_features, label_names=label_names, label_scale=label_scale
     )
     # The TensorSpec names become the signature's input keys.
+    text = serving.serve.get_concrete_function()
     tf.saved_model.save(
         serving,
         export_dir,
-        signatures={"serving_default": serving.serve.get_concrete_function()},
+        signatures={
+            "serving_default": text,
+            "predict_text": text,
+            "predict_token_ids": serving.predict_token_ids.get_concrete_function(),
+        },
     )
     return export_dir

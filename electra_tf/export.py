@@ -1,4 +1,4 @@
-"""Exports of a pre-trained ELECTRA: keras-hub preset, generator, SavedModel."""
+"""Exports of a pre-trained ELECTRA: keras-hub preset, generator, SavedModels."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.generator import standalone_generator
+from electra_tf.hub_export import export_tf_hub
 from electra_tf.keras_hub_conversion import save_keras_hub_preset
 
 
@@ -21,8 +22,12 @@ class DiscriminatorServing(tf.Module):
         `replaced_probability` [batch, length], `sequence_output`
         [batch, length, H], `pooled_output` [batch, H].
       * `detect_replaced_tokens_text`: a tf.string `text` [batch] -> the same
-        plus the `token_ids` it tokenised (WordPiece and packing run in the
-        graph; text longer than `sequence_length` tokens is truncated).
+        plus the `token_ids`, `segment_ids` and `padding_mask` it packed
+        (WordPiece and `[CLS] text [SEP]` packing run in the graph; text
+        longer than `sequence_length` tokens is truncated).
+      * `detect_replaced_tokens_text_pair`: `text` and `text_pair` [batch] ->
+        the same for `[CLS] text [SEP] text_pair [SEP]` (segment ids 0, 1),
+        truncated round-robin: the longer text loses tokens first.
     Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
     """
 
@@ -57,16 +62,28 @@ class DiscriminatorServing(tf.Module):
     def detect_replaced_tokens_ids(self, inputs):
         return self._outputs(inputs)
 
-    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
-    def detect_replaced_tokens_text(self, text):
-        token_ids, segment_ids = self.packer(self.tokenizer(text))
+    def _packed_outputs(self, segments):
+        token_ids, segment_ids = self.packer(tuple(segments))
         token_ids = tf.cast(token_ids, tf.int32)
         inputs = {
             "token_ids": token_ids,
             "segment_ids": tf.cast(segment_ids, tf.int32),
             "padding_mask": tf.cast(token_ids != self.tokenizer.pad_token_id, tf.int32),
         }
-        return {**self._outputs(inputs), "token_ids": token_ids}
+        return {**self._outputs(inputs), **inputs}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def detect_replaced_tokens_text(self, text):
+        return self._packed_outputs([self.tokenizer(text)])
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text"),
+            tf.TensorSpec([None], tf.string, name="text_pair"),
+        ]
+    )
+    def detect_replaced_tokens_text_pair(self, text, text_pair):
+        return self._packed_outputs([self.tokenizer(text), self.tokenizer(text_pair)])
 
 
 def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True):
@@ -76,7 +93,10 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
       + `ElectraTokenizer`), what fine-tuning loads;
     * `discriminator.keras`: the discriminator with its RTD head;
     * `generator.keras`: the generator with its own copy of the embeddings;
-    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`).
+    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`);
+    * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
+      its text preprocessing as TF-Hub style SavedModels (see
+      `electra_tf.hub_export`).
     Returns the paths by name.
     """
     tf.io.gfile.makedirs(export_dir)
@@ -86,6 +106,7 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
         "generator": os.path.join(export_dir, "generator.keras"),
         "saved_model": os.path.join(export_dir, "saved_model"),
     }
+    sequence_length = pretrainer.pretraining_config.max_seq_length
     save_keras_hub_preset(
         pretrainer.discriminator_encoder,
         vocabulary_tokens,
@@ -102,7 +123,7 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
         serving = DiscriminatorServing(
             pretrainer.discriminator,
             tokenizer,
-            pretrainer.pretraining_config.max_seq_length,
+            sequence_length,
         )
         tf.saved_model.save(
             serving,
@@ -111,11 +132,51 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
                 "serving_default": serving.detect_replaced_tokens_ids,
                 "detect_replaced_tokens_ids": serving.detect_replaced_tokens_ids,
                 "detect_replaced_tokens_text": serving.detect_replaced_tokens_text,
+                "detect_replaced_tokens_text_pair": (
+                    serving.detect_replaced_tokens_text_pair
+                ),
             },
         )
+    hub = export_tf_hub(
+        pretrainer.discriminator_encoder,
+        vocabulary_tokens,
+        os.path.join(export_dir, "hub"),
+        lowercase=lowercase,
+        seq_length=sequence_length,
+    )
+    paths.update({f"hub_{name}": path for name, path in hub.items()})
     return paths
 
 
 def load_generator(path):
     """Loads `generator.keras` (safe mode: no lambdas or arbitrary code)."""
     return keras.models.load_model(path, safe_mode=True)
+
+
+def export_encoder(encoder, vocabulary_tokens, export_dir, lowercase=True):
+    """The exports that need only an encoder (no RTD head, no generator).
+
+    * `discriminator/`: the keras-hub preset (what `finetune/run.py
+      --pretrained` takes);
+    * `encoder.keras`: our `ElectraEncoder` (exact GELU, no pooler);
+    * `hub/encoder/`, `hub/preprocessing/`: TF-Hub style SavedModels.
+    Returns the paths by name.
+    """
+    tf.io.gfile.makedirs(export_dir)
+    paths = {
+        "discriminator_preset": os.path.join(export_dir, "discriminator"),
+        "encoder": os.path.join(export_dir, "encoder.keras"),
+    }
+    save_keras_hub_preset(
+        encoder, vocabulary_tokens, paths["discriminator_preset"], lowercase=lowercase
+    )
+    encoder.save(paths["encoder"])
+    hub = export_tf_hub(
+        encoder,
+        vocabulary_tokens,
+        os.path.join(export_dir, "hub"),
+        lowercase=lowercase,
+        seq_length=min(128, encoder.max_sequence_length),
+    )
+    paths.update({f"hub_{name}": path for name, path in hub.items()})
+    return paths

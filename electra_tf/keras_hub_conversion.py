@@ -19,11 +19,17 @@ import os
 import keras_hub
 import numpy as np
 
+from electra_tf.conversion_error import ConversionError
 from electra_tf.encoder import ElectraEncoder
 
-
-class ConversionError(ValueError):
-    """Weights do not fit: every mismatched tensor is listed."""
+__all__ = [
+    "ConversionError",
+    "copy_layer_weights",
+    "encoder_from_keras_hub",
+    "keras_hub_backbone_from_encoder",
+    "load_keras_hub_preset",
+    "save_keras_hub_preset",
+]
 
 
 def _weight_layers(encoder) -> list[str]:
@@ -36,8 +42,15 @@ def _weight_layers(encoder) -> list[str]:
 
 
 def copy_layer_weights(source, target, layer_names) -> None:
-    """Copies weights of same-named layers; raises listing every mismatch."""
-    problems = []
+    """Copies weights of same-named layers.
+
+    Nothing is copied unless every layer fits.
+
+    Raises:
+        ConversionError: listing every missing layer and every tensor whose
+            shape differs, tensor by tensor.
+    """
+    problems, copies = [], []
     for name in layer_names:
         try:
             source_weights = source.get_layer(name).get_weights()
@@ -48,16 +61,24 @@ def copy_layer_weights(source, target, layer_names) -> None:
         target_weights = target_layer.get_weights()
         if len(source_weights) != len(target_weights):
             problems.append(
-                f"{name}: {len(source_weights)} tensors vs {len(target_weights)}"
+                f"{name}: {len(source_weights)} tensors in the source, "
+                f"{len(target_weights)} in the target"
             )
             continue
+        fits = True
         for variable, s, t in zip(target_layer.weights, source_weights, target_weights):
             if s.shape != t.shape:
-                problems.append(f"{variable.path}: shape {s.shape} vs {t.shape}")
-        if not problems:
-            target_layer.set_weights(source_weights)
+                fits = False
+                problems.append(
+                    f"{variable.path}: shape {list(s.shape)} in the source, "
+                    f"{list(t.shape)} in the target"
+                )
+        if fits:
+            copies.append((target_layer, source_weights))
     if problems:
-        raise ConversionError("Weights do not match:\n  " + "\n  ".join(problems))
+        raise ConversionError("Weights do not match", problems)
+    for target_layer, weights in copies:
+        target_layer.set_weights(weights)
 
 
 def keras_hub_backbone_from_encoder(encoder: ElectraEncoder):

@@ -1,0 +1,122 @@
+"""pretrain/convert.py: TF1 -> ours -> Hugging Face end to end, and its errors."""
+
+import importlib.util
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import safetensors.numpy
+from conftest import HF_FIXTURE, TF1_STEP
+
+REPO = pathlib.Path(__file__).parents[1]
+FIXTURE = HF_FIXTURE
+STEP = TF1_STEP
+VOCAB = FIXTURE / "discriminator" / "vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def cli():
+    spec = importlib.util.spec_from_file_location(
+        "convert", REPO / "pretrain/convert.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _error(cli, capsys, *argv):
+    assert cli.main(list(argv)) == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("error: ")
+    return message
+
+
+def test_tf1_to_ours_to_hf_gives_back_the_hf_weights(
+    cli,
+    capsys,
+    tf1_checkpoint,
+    tmp_path,
+):
+    ours = tmp_path / "ours"
+    argv = ["tf1-to-electra", "--checkpoint", tf1_checkpoint, "--vocab", str(VOCAB)]
+    assert cli.main([*argv, "--num-heads", "2", "--output", str(ours)]) == 0
+    printed = capsys.readouterr().out
+    assert f"--init-checkpoint {ours / f'ckpt-{STEP}'}" in printed
+    config = json.loads((ours / "config.json").read_text())
+    assert config["step"] == STEP and config["source"] == tf1_checkpoint
+    assert config["run_flags"].startswith("--preset tiny --hparams")
+    for export in ("discriminator/config.json", "saved_model", "hub/encoder"):
+        assert (ours / "export" / export).exists(), export
+
+    hf = tmp_path / "hf"
+    assert (
+        cli.main(["electra-to-hf", "--checkpoint", str(ours), "--output", str(hf)]) == 0
+    )
+    for tower in ("discriminator", "generator"):
+        theirs = safetensors.numpy.load_file(FIXTURE / tower / "model.safetensors")
+        back = safetensors.numpy.load_file(hf / tower / "model.safetensors")
+        assert sorted(back) == sorted(theirs)
+        for name, value in theirs.items():
+            np.testing.assert_array_equal(back[name], value, err_msg=name)
+        assert (hf / tower / "vocab.txt").read_text() == VOCAB.read_text()
+
+
+def test_errors_are_one_line(cli, capsys, tf1_checkpoint, tmp_path):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        tf1_checkpoint,
+        "--output",
+        str(busy),
+    )
+    assert "is not empty; pass --overwrite" in message
+    assert (busy / "keep.txt").read_text() == "mine"
+
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        str(tmp_path / "missing"),
+        "--output",
+        str(tmp_path / "a"),
+    )
+    assert message.startswith("error: cannot read checkpoint") and "missing" in message
+
+    # The 1/2-width generator forced into the tiny preset's shapes: every
+    # tensor that differs is named, on one line.
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        tf1_checkpoint,
+        "--vocab",
+        str(VOCAB),
+        "--preset",
+        "tiny",
+        "--output",
+        str(tmp_path / "b"),
+    )
+    assert "does not fit the model (" in message
+    assert "electra/encoder/layer_0/attention/self/query/kernel: shape [32, 32] in" in (
+        message
+    )
+    assert not (tmp_path / "b" / "config.json").exists()
+
+    message = _error(
+        cli,
+        capsys,
+        "electra-to-hf",
+        "--checkpoint",
+        str(tmp_path / "none"),
+        "--output",
+        str(tmp_path / "c"),
+    )
+    assert "none" in message
