@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import keras
 import keras_hub
-from keras_hub.layers import PositionEmbedding, TransformerEncoder
+from keras_hub.layers import PositionEmbedding
+
+from electra_tf.hashed_dropout import HashedDropout
+from electra_tf.transformer_layer import ElectraTransformerLayer
 
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
@@ -25,7 +28,10 @@ class ElectraEncoder(keras_hub.models.Backbone):
     * GELU is the exact erf form (keras-hub uses the tanh approximation);
     * there is no tanh pooler: `pooled_output` is `sequence_output[:, 0]`,
       which is what the original fine-tunes on;
-    * LayerNorm epsilon and initialiser range are arguments.
+    * LayerNorm epsilon and initialiser range are arguments;
+    * every dropout is a `HashedDropout` (the transformer blocks are
+      `ElectraTransformerLayer`s: keras-hub's block with its dropouts
+      swapped), fast under XLA on CPUs and the same on any replica count.
 
     The generator is an `ElectraEncoder` built with `embedding_source=` the
     discriminator's encoder: it then reuses (not copies) the token, position
@@ -115,7 +121,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
                 name="embeddings_layer_norm",
             )
         self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
-        self.embeddings_dropout = keras.layers.Dropout(
+        self.embeddings_dropout = HashedDropout(
             dropout, dtype=dtype, name="embeddings_dropout"
         )
         self.embeddings_projection = None
@@ -128,7 +134,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
                 name="embeddings_projection",
             )
         self.transformer_layers = [
-            TransformerEncoder(
+            ElectraTransformerLayer(
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
                 # Keras' "gelu" is the exact erf form.

@@ -13,9 +13,15 @@ hash of `(seed, step, global example index, stream, element)`:
   the step comes from the restored optimizer;
 * it is static-shaped, host-free and compiles with XLA on CPU, GPU and TPU.
 
+Masking and sampling key their draws by the optimizer step (`step_key`).
+Dropout (`HashedDropout`) keys them by its layer's `SeedGenerator` state
+(`seed_state_key`), which advances once per call and is checkpointed, and by
+the same global example index, so it too is replica-count independent.
+
 The hash is Chris Wellons' "lowbias32" integer mixer applied in layers
 (key -> example -> element); its outputs pass the statistical tests in
-`tests/test_random_streams.py`. It is not cryptographic and needs not be.
+`tests/test_sampling.py`, `tests/test_masking.py` and
+`tests/test_hashed_dropout.py`. It is not cryptographic and needs not be.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import tensorflow as tf
 STREAM_MASK_POSITIONS = 1
 STREAM_MASK_TOKEN = 2
 STREAM_SAMPLE = 3
+STREAM_DROPOUT = 4
 
 _GOLDEN = 0x9E3779B9
 
@@ -45,10 +52,24 @@ def mix32(x: tf.Tensor) -> tf.Tensor:
 
 def step_key(seed: int, step: tf.Tensor) -> tf.Tensor:
     """A uint32 scalar key for one training step."""
-    step = tf.cast(step, tf.int64)
-    low = _u32(tf.bitwise.bitwise_and(step, 0xFFFFFFFF))
-    high = _u32(tf.bitwise.right_shift(step, 32))
-    key = mix32(_u32(seed & 0xFFFFFFFF) ^ _u32(_GOLDEN))
+    return _key(_u32(seed & 0xFFFFFFFF), step)
+
+
+def seed_state_key(state: tf.Tensor) -> tf.Tensor:
+    """A uint32 scalar key from a `keras.random.SeedGenerator` state.
+
+    The state is `(seed, calls so far)`: the key changes with every call, and
+    a restored state gives the key of the call it was saved before.
+    """
+    state = tf.cast(state, tf.int64)
+    return _key(_u32(tf.bitwise.bitwise_and(state[0], 0xFFFFFFFF)), state[1])
+
+
+def _key(seed: tf.Tensor, counter: tf.Tensor) -> tf.Tensor:
+    counter = tf.cast(counter, tf.int64)
+    low = _u32(tf.bitwise.bitwise_and(counter, 0xFFFFFFFF))
+    high = _u32(tf.bitwise.right_shift(counter, 32))
+    key = mix32(seed ^ _u32(_GOLDEN))
     key = mix32(key ^ low)
     return mix32(key ^ mix32(high + _u32(_GOLDEN)))
 
@@ -73,6 +94,23 @@ def global_example_index(batch_size: int, micro_batch=0) -> tf.Tensor:
     return offset + tf.range(batch_size, dtype=tf.int32)
 
 
+def bits(key: tf.Tensor, example_index: tf.Tensor, stream: int, count) -> tf.Tensor:
+    """Random uint32 [batch, count]: element `i` of example `e` hashes (key, e, i).
+
+    Args:
+        key: uint32 scalar from `step_key` or `seed_state_key`.
+        example_index: int32 [batch], the global index of each example.
+        stream: a `STREAM_*` id separating independent uses.
+        count: elements per example (an int, or a scalar tensor for shapes
+            known only when the graph runs).
+    """
+    example_key = mix32(
+        key ^ mix32(_u32(example_index) * _u32(_GOLDEN) + _u32(stream))
+    )  # [batch]
+    counters = _u32(tf.range(count, dtype=tf.int32))  # [count]
+    return mix32(mix32(example_key[:, None] ^ mix32(counters)[None, :]))
+
+
 def uniform(
     key: tf.Tensor, example_index: tf.Tensor, stream: int, shape: tuple[int, ...]
 ) -> tf.Tensor:
@@ -87,13 +125,9 @@ def uniform(
     per_example = 1
     for dim in shape:
         per_example *= dim
-    example_key = mix32(
-        key ^ mix32(_u32(example_index) * _u32(_GOLDEN) + _u32(stream))
-    )  # [batch]
-    counters = _u32(tf.range(per_example, dtype=tf.int32))  # [per_example]
-    bits = mix32(mix32(example_key[:, None] ^ mix32(counters)[None, :]))
+    draws = bits(key, example_index, stream, per_example)
     # 24 high bits give floats exactly representable in float32.
-    values = tf.cast(tf.bitwise.right_shift(bits, _u32(8)), tf.float32) * (
+    values = tf.cast(tf.bitwise.right_shift(draws, _u32(8)), tf.float32) * (
         1.0 / (1 << 24)
     )
     return tf.reshape(values, [-1, *shape])

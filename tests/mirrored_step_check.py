@@ -1,7 +1,7 @@
 """Run by tests/test_distribution.py in a fresh process (logical devices must be
-configured before TensorFlow initialises): one training step on 2 logical CPUs
-under MirroredStrategy vs one step on one device, same global batch.
-Prints the largest weight difference as JSON."""
+configured before TensorFlow initialises): training steps on 2 logical CPUs
+under MirroredStrategy vs steps on one device, same global batch, without and
+with dropout. Prints the largest weight differences as JSON."""
 
 import json
 import os
@@ -25,11 +25,11 @@ from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer  # noqa:
 from electra_tf.presets import get_preset  # noqa: E402
 
 
-def build(strategy, weights=None, optimizer=None):
+def build(strategy, weights=None, optimizer=None, dropout=0.0, seed_states=None):
     preset = get_preset("tiny")
     with strategy.scope():
         model = make_pretrainer(
-            preset.model.override(vocabulary_size=200, dropout=0.0),
+            preset.model.override(vocabulary_size=200, dropout=dropout),
             preset.pretraining.override(max_seq_length=32),
         )
         # A large rate and a clip norm the gradient exceeds, so both the
@@ -40,7 +40,21 @@ def build(strategy, weights=None, optimizer=None):
         )
         if weights is not None:
             model.set_weights(weights)
+        # The dropout layers' seed states (not among the weights).
+        for variable, value in zip(model.non_trainable_variables, seed_states or ()):
+            variable.assign(value)
     return model
+
+
+def _seed_states(model):
+    return [v.numpy() for v in model.non_trainable_variables]
+
+
+def _max_difference(first, second):
+    return max(
+        float(np.abs(a - b).max())
+        for a, b in zip(first.get_weights(), second.get_weights())
+    )
 
 
 def main():
@@ -54,14 +68,43 @@ def main():
     mirrored = build(tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]), start)
     single.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
     mirrored.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
-    diff = max(
-        float(np.abs(a - b).max())
-        for a, b in zip(single.get_weights(), mirrored.get_weights())
-    )
+    diff = _max_difference(single, mirrored)
     moved = max(float(np.abs(a - b).max()) for a, b in zip(single.get_weights(), start))
     figures = {"max_difference": diff, "max_update": moved}
+    figures.update(dropout_steps(dataset))
     figures.update(float16_step(dataset))
     print(json.dumps(figures))
+
+
+def dropout_steps(dataset):
+    """The same comparison with dropout 0.1: the masks are keyed by the global
+    example index, so both replica counts drop the same units. The difference
+    to a single-device run whose dropout states start elsewhere shows that
+    dropout acts at all."""
+    single = build(tf.distribute.get_strategy(), dropout=0.1)
+    start, states = single.get_weights(), _seed_states(single)
+    mirrored = build(
+        tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]),
+        start,
+        dropout=0.1,
+        seed_states=states,
+    )
+    shifted = build(
+        tf.distribute.get_strategy(),
+        start,
+        dropout=0.1,
+        seed_states=[state + [0, 1] for state in states],
+    )
+    for model in (single, mirrored, shifted):
+        model.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
+    return {
+        "dropout_max_difference": _max_difference(single, mirrored),
+        "dropout_other_masks_difference": _max_difference(single, shifted),
+        "dropout_states_equal": all(
+            np.array_equal(a, b)
+            for a, b in zip(_seed_states(single), _seed_states(mirrored))
+        ),
+    }
 
 
 def float16_step(dataset):
