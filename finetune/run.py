@@ -206,7 +206,8 @@ def _run(args) -> int:
         "layerwise_decay": args.layerwise_decay,
     }
     config = recipe.override(**{k: v for k, v in flags.items() if v is not None})
-    config = config.override(jit_compile=resolve_jit_compile(args.jit))
+    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
+    config = config.override(jit_compile=resolve_jit_compile(args.jit, on_cpu=False))
     config = config.override(**hparams)
     logging.info("%s recipe for %s: %s", size, task.name, config.to_dict())
 

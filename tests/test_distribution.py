@@ -1,6 +1,7 @@
 """tf.distribute, XLA and precision: the paths a GPU, TPU or multi-host run takes.
 
-Checked on CPU: a mirrored step equals a single-device step; two worker
+Checked on CPU: a mirrored step equals a single-device step, with dropout
+too; two worker
 processes under MultiWorkerMirroredStrategy (driving `pretrain/run.py`) end
 with identical weights; the train step compiles with XLA with the TPU run's
 flags; bfloat16 tracks float32; float16 scales its loss; accumulated
@@ -50,6 +51,11 @@ def test_mirrored_two_replicas_match_one_device():
     figures = json.loads(result.stdout.strip().splitlines()[-1])
     assert figures["max_update"] > 1e-3  # the step did move the weights
     assert figures["max_difference"] < 1e-5, figures
+    # With dropout 0.1 (HashedDropout keys masks by the global example index)
+    # the replicas drop what one device drops; other masks would differ.
+    assert figures["dropout_max_difference"] < 1e-5, figures
+    assert figures["dropout_other_masks_difference"] > 1e-3, figures
+    assert figures["dropout_states_equal"], figures
     # mixed_float16 on 2 replicas: the loss-scale optimizer's skip-or-apply
     # verdict is all-reduced, so the replicas neither hang nor diverge.
     assert figures["float16_finite"], figures
@@ -234,6 +240,25 @@ def test_multi_worker_resume_matches_uninterrupted(
 # --- TPU: the strategy, and the train step under XLA ------------------------
 
 
+def test_jit_auto_compiles_single_device_runs():
+    import types
+
+    from electra_tf.distribution import (
+        DistributionError,
+        accelerators_present,
+        resolve_jit_compile,
+    )
+
+    two_replicas = types.SimpleNamespace(num_replicas_in_sync=2)
+    assert resolve_jit_compile("auto") is True
+    assert resolve_jit_compile("auto", two_replicas) is accelerators_present()
+    assert resolve_jit_compile("auto", on_cpu=False) is accelerators_present()
+    assert resolve_jit_compile("on", two_replicas) is True
+    assert resolve_jit_compile("off") is False
+    with pytest.raises(DistributionError, match="auto, on or off"):
+        resolve_jit_compile("yes")
+
+
 def test_tpu_strategy_without_a_tpu_names_the_flag():
     script = (
         "from electra_tf.distribution import DistributionError, make_strategy\n"
@@ -357,10 +382,17 @@ def test_bfloat16_losses_track_float32():
                 assert outputs[name].dtype == tf.float32, (precision, name)
             losses[precision] = _fit_per_step_losses(model, batches, steps)
     full, half = losses["float32"], losses["mixed_bfloat16"]
-    # bfloat16 keeps 8 bits of mantissa (~0.4%); after 24 Adam steps the two
-    # runs' per-step losses stay within 2% of each other (measured here with
-    # seed 0: at most 0.74%).
-    np.testing.assert_allclose(half, full, rtol=0.02)
+    # The first step starts from the same weights and draws: only bfloat16's
+    # rounding (8 bits of mantissa, ~0.4%) separates the two losses.
+    np.testing.assert_allclose(half[0], full[0], rtol=0.005)
+    # Later steps cannot agree step by step: once rounding flips one sampled
+    # replacement, the labels differ and the two runs take different (equally
+    # good) paths; a step's loss was seen 7.6% apart. What must hold is that
+    # the curves follow each other: each third of the run has the same mean
+    # loss within 5% (seen: at most 2.6%), while training moves it by ~30%.
+    for window in range(3):
+        part = slice(8 * window, 8 * window + 8)
+        np.testing.assert_allclose(half[part].mean(), full[part].mean(), rtol=0.05)
     for run in (full, half):
         assert run[-6:].mean() < run[:6].mean() - 0.5, run
 
