@@ -28,6 +28,10 @@ ARGS = [
     "8",
     "--max-seq-length",
     "64",
+    # Graph mode: every restart would otherwise recompile with XLA (the
+    # default on CPUs), a minute each; resume does not depend on it.
+    "--jit",
+    "off",
 ]
 
 
