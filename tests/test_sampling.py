@@ -1,26 +1,35 @@
 """Gumbel-max sampling and the labels of replaced tokens."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 from scipy.stats import chisquare
 
 from electra_tf import random_streams
 from electra_tf.masking import MaskedBatch
-from electra_tf.sampling import gumbel_max_sample, replace_tokens
+from electra_tf.sampling import SAMPLERS, replace_tokens, sample
 
 LOGITS = np.array([2.0, 1.0, 0.0, -1.0, 0.5, -3.0], "float32")
+# 300 entries: three blocks of the inverse-CDF search, the last one padded;
+# mass spread over all of them, a few entries with weight exp(-100) (zero in
+# float32).
+WIDE_LOGITS = np.random.default_rng(0).normal(0.0, 1.5, 300).astype("float32")
+WIDE_LOGITS[[5, 150, 299]] = -100.0
 
 
-def _sample_counts(temperature, draws=30000, disallowed=None):
-    logits = np.broadcast_to(LOGITS, (draws, 1, LOGITS.size))
-    sampled = gumbel_max_sample(
-        logits,
+def _sample_counts(
+    temperature, draws=30000, disallowed=None, sampler="gumbel_max", logits=LOGITS
+):
+    batch = np.broadcast_to(logits, (draws, 1, logits.size))
+    sampled = sample(
+        sampler,
+        batch,
         key=random_streams.step_key(5, 11),
         example_index=tf.range(draws),
         temperature=temperature,
         disallowed_ids=disallowed,
     ).numpy()[:, 0]
-    return np.bincount(sampled, minlength=LOGITS.size)
+    return np.bincount(sampled, minlength=logits.size)
 
 
 def _softmax(x):
@@ -40,23 +49,48 @@ def _pooled_chisquare(counts, probabilities):
     return chisquare(observed, expected).pvalue
 
 
-def test_samples_follow_softmax_over_temperature():
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_samples_follow_softmax_over_temperature(sampler):
     for temperature in (1.0, 2.0, 0.5):
-        counts = _sample_counts(temperature)
+        counts = _sample_counts(temperature, sampler=sampler)
         pvalue = _pooled_chisquare(counts, _softmax(LOGITS / temperature))
         assert pvalue > 1e-3, (temperature, counts)
 
 
-def test_sampler_detects_a_wrong_distribution():
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_samples_follow_softmax_over_a_wide_vocabulary(sampler):
+    counts = _sample_counts(1.0, draws=60000, sampler=sampler, logits=WIDE_LOGITS)
+    assert counts[[5, 150, 299]].sum() == 0  # zero weight in float32
+    probabilities = _softmax(WIDE_LOGITS)
+    assert _pooled_chisquare(counts, probabilities) > 1e-3
     # The same test must fail against a distribution that is slightly off.
-    counts = _sample_counts(1.0)
+    assert _pooled_chisquare(counts, _softmax(WIDE_LOGITS * 1.1)) < 1e-3
+
+
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_sampler_detects_a_wrong_distribution(sampler):
+    # The same test must fail against a distribution that is slightly off.
+    counts = _sample_counts(1.0, sampler=sampler)
     assert _pooled_chisquare(counts, _softmax(LOGITS * 1.1)) < 1e-3
 
 
-def test_disallow_correct_never_samples_the_original():
+@pytest.mark.parametrize("sampler", sorted(SAMPLERS))
+def test_disallow_correct_never_samples_the_original(sampler):
     disallowed = np.zeros((30000, 1), "int32")  # id 0 has the largest logit
-    counts = _sample_counts(1.0, disallowed=disallowed)
+    counts = _sample_counts(1.0, disallowed=disallowed, sampler=sampler)
     assert counts[0] == 0
+
+
+def test_inverse_cdf_draws_the_same_under_xla():
+    logits = np.broadcast_to(WIDE_LOGITS, (64, 3, WIDE_LOGITS.size))
+
+    def draw(x):
+        key = random_streams.step_key(1, 2)
+        return sample("inverse_cdf", x, key=key, example_index=tf.range(64))
+
+    graph = tf.function(draw)(logits).numpy()
+    xla = tf.function(draw, jit_compile=True)(logits).numpy()
+    np.testing.assert_array_equal(graph, xla)
 
 
 def test_uniform_draws_are_uniform_and_independent_of_replica_split():
