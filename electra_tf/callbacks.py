@@ -97,14 +97,18 @@ class TrainingSummaries(keras.callbacks.Callback):
             return "(MLM objective: no replacements)"
         original = np.asarray(self.sample_batch["token_ids"][0])
         corrupted = outputs["corrupted_ids"][0].numpy()
-        flagged = outputs["rtd_logits"][0].numpy() > 0
+        # Objectives without an RTD head give no verdicts to show.
+        flagged = np.zeros_like(original, dtype=bool)
+        has_verdicts = "rtd_logits" in outputs
+        if has_verdicts:
+            flagged = outputs["rtd_logits"][0].numpy() > 0
         real = np.asarray(self.sample_batch["padding_mask"][0]).astype(bool)
         words = []
         for orig, new, flag in zip(original[real], corrupted[real], flagged[real]):
             token = self.vocabulary_tokens[orig]
             if orig != new:
-                mark = "✓" if flag else "✗"
-                words.append(f"[{token}→{self.vocabulary_tokens[new]} {mark}]")
+                mark = (" ✓" if flag else " ✗") if has_verdicts else ""
+                words.append(f"[{token}→{self.vocabulary_tokens[new]}{mark}]")
             elif flag:
                 words.append(f"{{{token}}}")
             else:

@@ -138,15 +138,40 @@ class ModelConfig(_Config):
         return self.generator_layers or self.num_layers
 
 
-OBJECTIVES = ("electra", "mlm")
+# The pre-training objectives of the paper's efficiency analysis (section 3.3).
+OBJECTIVES = ("electra", "electra_15", "mlm", "replace_mlm", "all_tokens_mlm")
+# Objectives whose discriminator-sized model reads generator samples.
+SAMPLING_OBJECTIVES = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm")
+# Objectives whose discriminator-sized model has the binary RTD head.
+RTD_OBJECTIVES = ("electra", "electra_15")
+# The paper's weight of the discriminator's loss, per objective (`disc_weight`
+# 0). ELECTRA's 50 offsets that a per-token binary cross-entropy is an order of
+# magnitude smaller than an MLM cross-entropy over the vocabulary. The paper
+# gives no weight for Replace MLM and All-Tokens MLM; their losses are
+# cross-entropies over the vocabulary like the generator's, so they get the
+# generator's weight, 1 (as BERT's MLM loss has).
+DEFAULT_DISC_WEIGHTS = {
+    "electra": 50.0,
+    "electra_15": 50.0,
+    "replace_mlm": 1.0,
+    "all_tokens_mlm": 1.0,
+}
+# The keys of `electra_tf.sampling.SAMPLERS` (not imported: no TensorFlow here).
+SAMPLERS = ("gumbel_max", "inverse_cdf")
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingConfig(_Config):
     """The pre-training objective: masking, sampling and loss weights."""
 
-    # "electra" (replaced token detection) or "mlm" (the BERT baseline: the
-    # same masking and model, trained on the MLM loss alone).
+    # What the discriminator-sized model (the one kept for fine-tuning) learns:
+    # * "electra": replaced token detection (RTD) over all real tokens;
+    # * "electra_15": RTD with the loss only over the masked positions;
+    # * "mlm": BERT, the MLM loss on [MASK]ed input (no generator);
+    # * "replace_mlm": MLM whose masked positions hold generator samples
+    #   instead of [MASK];
+    # * "all_tokens_mlm": predicts the identity of every token of the
+    #   generator-corrupted input, with a copy mechanism.
     objective: str = "electra"
     # Sequence length of the TFRecords and of every batch (static on TPU).
     max_seq_length: int = 128
@@ -157,14 +182,23 @@ class PretrainingConfig(_Config):
     mask_token_prob: float = 0.85
     # Weight of the generator's MLM loss in the summed loss.
     gen_weight: float = 1.0
-    # Weight of the discriminator's RTD loss in the summed loss.
-    disc_weight: float = 50.0
+    # Weight of the discriminator-sized model's loss in the summed loss (RTD
+    # for electra and electra_15, its MLM loss for replace_mlm and
+    # all_tokens_mlm); 0 means the objective's default, 50 for the RTD
+    # objectives and 1 for the MLM ones (see DEFAULT_DISC_WEIGHTS).
+    disc_weight: float = 0.0
     # Softmax temperature when sampling replacements from the generator.
     temperature: float = 1.0
     # Never sample the original token (its logit is pushed down by 1e3).
     disallow_correct: bool = False
+    # How replacements are drawn from softmax(logits / temperature): both are
+    # exact samples. "gumbel_max" is the original's and the spec's (step 5);
+    # "inverse_cdf" draws the same distribution with far fewer random numbers
+    # (see `electra_tf.sampling` and BENCHMARKS.md for the measured step time).
+    sampler: str = "gumbel_max"
     # Replace masked tokens with uniformly random tokens instead of generator
-    # samples (the paper's "unigram/uniform generator" ablation).
+    # samples (the paper's uniform-generator ablation): the generator is then
+    # neither run nor trained, and costs no FLOPs.
     uniform_generator: bool = False
     # Seed of every random draw in the train step. Draws are keyed by
     # (seed, optimizer step, global example index), so a resumed run and a run
@@ -176,11 +210,22 @@ class PretrainingConfig(_Config):
             raise ConfigError(
                 f"objective must be one of {OBJECTIVES}, got {self.objective!r}"
             )
+        if self.uniform_generator and self.objective not in SAMPLING_OBJECTIVES:
+            raise ConfigError(
+                f"uniform_generator needs an objective that samples replacements "
+                f"({', '.join(SAMPLING_OBJECTIVES)}), not {self.objective!r}"
+            )
+        if self.disc_weight < 0.0:
+            raise ConfigError(f"disc_weight must be >= 0, got {self.disc_weight}")
         if not 0.0 < self.mask_prob < 1.0:
             raise ConfigError(f"mask_prob must be in (0, 1), got {self.mask_prob}")
         if not 0.0 <= self.mask_token_prob <= 1.0:
             raise ConfigError(
                 f"mask_token_prob must be in [0, 1], got {self.mask_token_prob}"
+            )
+        if self.sampler not in SAMPLERS:
+            raise ConfigError(
+                f"sampler must be one of {SAMPLERS}, got {self.sampler!r}"
             )
         if self.temperature <= 0.0:
             raise ConfigError(f"temperature must be > 0, got {self.temperature}")
@@ -188,6 +233,11 @@ class PretrainingConfig(_Config):
             raise ConfigError(
                 f"max_seq_length must be at least 8, got {self.max_seq_length}"
             )
+
+    @property
+    def resolved_disc_weight(self) -> float:
+        """`disc_weight`, or the objective's default when it is 0."""
+        return self.disc_weight or DEFAULT_DISC_WEIGHTS.get(self.objective, 0.0)
 
     @property
     def max_predictions_per_seq(self) -> int:

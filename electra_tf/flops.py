@@ -1,4 +1,4 @@
-"""Training FLOPs of ELECTRA and of the MLM baseline, counted as the paper counts.
+"""Training FLOPs of every pre-training objective, counted as the paper counts.
 
 The paper compares objectives and models at equal pre-training compute and
 reports that compute with its own accounting (google-research/electra,
@@ -7,6 +7,19 @@ one FLOP (with fixed costs for LayerNorm, GELU, softmax and dropout), the input
 embedding lookup is a dense one-hot multiply, the MLM output softmax is paid
 only at the masked fraction of positions, and the backward pass costs what
 the forward pass costs (so training = 2 x forward).
+
+Per objective (`PretrainingConfig.objective`), one sequence costs:
+
+* "electra", "electra_15": generator (with its MLM head at the masked
+  positions) + discriminator (with the RTD head at every position); electra_15
+  computes the same, it only averages the loss over fewer positions;
+* "mlm": the discriminator-sized encoder with an MLM head at the masked
+  positions;
+* "replace_mlm": generator + discriminator-sized encoder with an MLM head at
+  the masked positions;
+* "all_tokens_mlm": generator + discriminator-sized encoder with an MLM head
+  (softmax over the vocabulary) at EVERY position and a copy head;
+* with `uniform_generator`, no generator (it is not run).
 
 `pretraining_flops` reproduces that accounting from our configs, so the
 throughput benchmark's MFU and the compute-matched experiments use the
@@ -85,6 +98,15 @@ class _Tower:
         )
         return output_fraction * per_token * self.length
 
+    def copy_head(self) -> float:
+        """Forward FLOPs of All-Tokens MLM's copy gate and output mixture.
+
+        One logit per token (a dense layer to one unit, whose bias the paper's
+        accounting leaves out, as for the RTD output), then
+        `D * copy + (1 - D) * p`: four element-wise operations.
+        """
+        return (2 * self.hidden + 4) * self.length
+
     def rtd_head(self) -> float:
         """Forward FLOPs of the discriminator's per-token binary head."""
         h = self.hidden
@@ -118,29 +140,33 @@ def _towers(model: ModelConfig, length: int) -> tuple[_Tower, _Tower]:
 
 
 def _forward(model: ModelConfig, pretraining: PretrainingConfig, dense_lookup: bool):
-    """(generator, discriminator) forward FLOPs of one sequence."""
+    """(generator, discriminator-sized model) forward FLOPs of one sequence."""
     length = pretraining.max_seq_length
     fraction = pretraining.max_predictions_per_seq / length
+    objective = pretraining.objective
     discriminator, generator = _towers(model, length)
-    if pretraining.objective == "mlm":
+    encoder = discriminator.layers * discriminator.block() + discriminator.embeddings(
+        dense_lookup
+    )
+    if objective == "mlm":
         # The BERT baseline: the discriminator-sized encoder with an MLM head.
-        mlm = discriminator
-        return (
-            mlm.layers * mlm.block()
-            + mlm.embeddings(dense_lookup)
-            + mlm.mlm_head(fraction)
-        ), 0.0
-    generator_flops = (
-        generator.layers * generator.block()
-        + generator.embeddings(dense_lookup)
-        + generator.mlm_head(fraction)
-    )
-    discriminator_flops = (
-        discriminator.layers * discriminator.block()
-        + discriminator.embeddings(dense_lookup)
-        + discriminator.rtd_head()
-    )
-    return generator_flops, discriminator_flops
+        return encoder + discriminator.mlm_head(fraction), 0.0
+    if objective in ("electra", "electra_15"):
+        head = discriminator.rtd_head()
+    elif objective == "replace_mlm":
+        head = discriminator.mlm_head(fraction)
+    elif objective == "all_tokens_mlm":
+        head = discriminator.mlm_head(1.0) + discriminator.copy_head()
+    else:
+        raise ValueError(f"no FLOPs count for objective {objective!r}")
+    generator_flops = 0.0
+    if not pretraining.uniform_generator:
+        generator_flops = (
+            generator.layers * generator.block()
+            + generator.embeddings(dense_lookup)
+            + generator.mlm_head(fraction)
+        )
+    return generator_flops, encoder + head
 
 
 def pretraining_flops(model: ModelConfig, pretraining: PretrainingConfig) -> float:

@@ -9,6 +9,18 @@ from electra_tf.encoder import ElectraEncoder, truncated_normal
 from electra_tf.tower import ElectraTower
 
 
+def masked_lm_head(encoder) -> MaskedLMHead:
+    """The original's MLM head, its output tied to `encoder`'s token embedding."""
+    return MaskedLMHead(
+        token_embedding=encoder.token_embedding,
+        intermediate_activation="gelu",
+        layer_norm_epsilon=encoder.layer_norm_epsilon,
+        kernel_initializer=truncated_normal(encoder.initializer_range),
+        dtype=encoder.dtype_policy,
+        name="mlm_head",
+    )
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraGenerator(ElectraTower):
     """Masked-LM logits at the masked positions only.
@@ -30,14 +42,7 @@ class ElectraGenerator(ElectraTower):
     def __init__(self, encoder, **kwargs):
         # === Layers ===
         self.encoder = encoder
-        self.mlm_head = MaskedLMHead(
-            token_embedding=encoder.token_embedding,
-            intermediate_activation="gelu",
-            layer_norm_epsilon=encoder.layer_norm_epsilon,
-            kernel_initializer=truncated_normal(encoder.initializer_range),
-            dtype=encoder.dtype_policy,
-            name="mlm_head",
-        )
+        self.mlm_head = masked_lm_head(encoder)
         # Sampling and losses need float32 logits under mixed precision.
         self.logits_cast = keras.layers.Activation(
             "linear", dtype="float32", name="mlm_logits"

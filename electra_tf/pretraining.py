@@ -61,7 +61,12 @@ def restore_weights(pretrainer, path: str) -> None:
     """
     towers = {
         name: getattr(pretrainer, name)
-        for name in ("discriminator_encoder", "discriminator", "generator")
+        for name in (
+            "discriminator_encoder",
+            "discriminator",
+            "discriminator_mlm",
+            "generator",
+        )
         if getattr(pretrainer, name, None) is not None
     }
     root = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers))

@@ -77,6 +77,15 @@ def parse_args(argv=None):
         help="tiny, small, small++, base or large (default: tiny).",
     )
     model.add_argument(
+        "--objective",
+        choices=["electra", "electra_15", "mlm", "replace_mlm", "all_tokens_mlm"],
+        help="What the discriminator-sized model learns (default: electra): "
+        "replaced token detection over all tokens (electra) or only the masked "
+        "ones (electra_15); BERT's MLM (mlm); MLM on generator samples instead "
+        "of [MASK] (replace_mlm); every token's identity, with a copy mechanism "
+        "(all_tokens_mlm). The paper's efficiency analysis, section 3.3.",
+    )
+    model.add_argument(
         "--hparams",
         default="{}",
         help='JSON object of config overrides, e.g. \'{"mask_prob": 0.2, '
@@ -273,6 +282,10 @@ def _run(args) -> int:
     configs["pretraining"] = configs["pretraining"].override(
         max_seq_length=max_seq_length
     )
+    if args.objective:
+        configs["pretraining"] = configs["pretraining"].override(
+            objective=args.objective
+        )
     configs = apply_hparams(configs, hparams)
 
     configs["training"] = configs["training"].override(

@@ -24,6 +24,7 @@ def test_unknown_key_is_rejected_with_its_name():
         (PretrainingConfig(), {"mask_prob": 1.0}),
         (PretrainingConfig(), {"temperature": 0.0}),
         (PretrainingConfig(), {"objective": "gan"}),
+        (PretrainingConfig(), {"sampler": "gumbel"}),
         (ModelConfig(), {"hidden_dim": 100, "num_heads": 3}),
         (ModelConfig(), {"generator_hidden_size": 0.0}),
         (OptimizerConfig(), {"learning_rate": -1.0}),

@@ -275,6 +275,10 @@ def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
         (["--hparams", '{"mask_prob": 1.5}'], "mask_prob must be in \\(0, 1\\)"),
         (["--hparams", "{not json"], "--hparams is not valid JSON"),
         (
+            ["--objective", "mlm", "--hparams", '{"uniform_generator": true}'],
+            "uniform_generator needs an objective that samples replacements",
+        ),
+        (
             [
                 "--batch-size",
                 "7",
