@@ -135,7 +135,7 @@ class HfElectraPretraining:
         )
         loss = (
             self.pretraining.gen_weight * generated.loss
-            + self.pretraining.disc_weight * judged.loss
+            + self.pretraining.resolved_disc_weight * judged.loss
         )
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()

@@ -80,3 +80,8 @@ def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
     assert (labels.numpy()[chosen] == batch["token_ids"][chosen]).all()
     shown = (masked_ids.numpy() == MASK)[chosen].mean()
     assert abs(shown - pretraining.mask_token_prob) < 0.06
+    # Its loss is ELECTRA's: the generator's MLM loss plus 50 x the RTD loss
+    # (at initialisation ~log V + 50 x ~0.69, far above the MLM loss alone).
+    loss = peer.train_step({k: v[:8] for k, v in batch.items()})
+    assert pretraining.resolved_disc_weight == 50.0
+    assert loss > 20.0 + np.log(model.vocabulary_size) * 0.5, loss
