@@ -15,9 +15,11 @@ The two share layer names, so conversion copies layer by layer. What differs:
 from __future__ import annotations
 
 import os
+import tempfile
 
 import keras_hub
 import numpy as np
+import tensorflow as tf
 
 from electra_tf.conversion_error import ConversionError
 from electra_tf.encoder import ElectraEncoder
@@ -136,11 +138,34 @@ def save_keras_hub_preset(encoder, vocabulary_tokens, preset_dir, lowercase=True
             f"vocabulary has {len(vocabulary_tokens)} tokens but the encoder "
             f"has {encoder.vocabulary_size} rows"
         )
-    backbone.save_to_preset(str(preset_dir))
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary_tokens), lowercase=lowercase
     )
-    tokenizer.save_to_preset(str(preset_dir))
+    preset_dir = str(preset_dir)
+    if "://" not in preset_dir:
+        backbone.save_to_preset(preset_dir)
+        tokenizer.save_to_preset(preset_dir)
+        return
+    # keras-hub writes presets with `os` and `open`, which know only local
+    # paths: write locally, then copy to gs:// (or any tf.io.gfile path).
+    with tempfile.TemporaryDirectory() as local:
+        backbone.save_to_preset(local)
+        tokenizer.save_to_preset(local)
+        _copy_tree(local, preset_dir)
+
+
+def _copy_tree(source: str, destination: str) -> None:
+    """Copies a local directory to a `tf.io.gfile` path, files overwritten."""
+    for directory, _, files in os.walk(source):
+        relative = os.path.relpath(directory, source)
+        target = destination if relative == "." else f"{destination}/{relative}"
+        tf.io.gfile.makedirs(target)
+        for name in files:
+            tf.io.gfile.copy(
+                os.path.join(directory, name),
+                f"{target}/{name}",
+                overwrite=True,
+            )
 
 
 def load_keras_hub_preset(preset, dtype=None) -> ElectraEncoder:
