@@ -7,6 +7,8 @@ import os
 import keras
 import tensorflow as tf
 
+from electra_tf.config import ConfigError
+
 
 class DistributionError(RuntimeError):
     """A strategy cannot be set up here (no TPU, a bad TF_CONFIG, ...)."""
@@ -30,6 +32,8 @@ def make_strategy(
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
+        if devices:
+            _check_local_devices(devices)
         return tf.distribute.MirroredStrategy(devices=devices)
     if name == "multi_worker":
         try:
@@ -43,6 +47,38 @@ def make_strategy(
     if name == "tpu":
         return _tpu_strategy(tpu, tpu_zone, gcp_project)
     raise DistributionError(f"Unknown strategy {name!r}")
+
+
+def check_global_batch(batch_size: int, strategy: tf.distribute.Strategy) -> None:
+    """The global batch must split evenly over the strategy's replicas."""
+    replicas = strategy.num_replicas_in_sync
+    if batch_size % replicas:
+        raise ConfigError(
+            f"batch_size {batch_size} is not divisible by the {replicas} "
+            "replicas of the strategy"
+        )
+
+
+def _check_local_devices(devices: list[str]) -> None:
+    """Refuses devices this host does not have (MirroredStrategy would accept
+    a missing GPU and fail later, or not at all)."""
+    available = {
+        (spec.device_type, spec.device_index)
+        for spec in (
+            tf.DeviceSpec.from_string(device.name)
+            for device in tf.config.list_logical_devices()
+        )
+    }
+    names = sorted(f"/{kind.lower()}:{index}" for kind, index in available)
+    for device in devices:
+        try:
+            spec = tf.DeviceSpec.from_string(device)
+        except ValueError as error:
+            raise DistributionError(f"--devices: {device!r} is not a device") from error
+        if (spec.device_type, spec.device_index) not in available:
+            raise DistributionError(
+                f"--devices: {device} is not on this host (it has {', '.join(names)})"
+            )
 
 
 def _tpu_strategy(tpu, tpu_zone, gcp_project) -> tf.distribute.TPUStrategy:

@@ -23,7 +23,12 @@ from electra_tf.data.pretraining_dataset import (
     make_pretraining_dataset,
 )
 from electra_tf.distributed_loop import DistributedLoop
-from electra_tf.distribution import is_chief, set_precision, worker_temp_dir
+from electra_tf.distribution import (
+    check_global_batch,
+    is_chief,
+    set_precision,
+    worker_temp_dir,
+)
 from electra_tf.export import export_pretrained
 from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer
 from electra_tf.pretrainer import ElectraPretrainer
@@ -209,11 +214,7 @@ def run_pretraining(
 
     Returns the final evaluation metrics (empty without eval data).
     """
-    if training.batch_size % strategy.num_replicas_in_sync:
-        raise ConfigError(
-            f"batch_size {training.batch_size} is not divisible by the "
-            f"{strategy.num_replicas_in_sync} replicas of the strategy"
-        )
+    check_global_batch(training.batch_size, strategy)
     set_precision(training.precision)
     model_dir = training.model_dir
     chief = is_chief(strategy)
@@ -222,19 +223,6 @@ def run_pretraining(
     # the same train/test steps and callbacks with `strategy.run`.
     multi_worker = isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     tf.io.gfile.makedirs(model_dir)
-    if chief:
-        with tf.io.gfile.GFile(os.path.join(model_dir, "config.json"), "w") as f:
-            json.dump(
-                {
-                    "model": model.to_dict(),
-                    "pretraining": pretraining.to_dict(),
-                    "optimizer": optimizer.to_dict(),
-                    "training": training.to_dict(),
-                    "vocabulary": vocabulary.path,
-                },
-                f,
-                indent=2,
-            )
 
     checkpoint_dir = os.path.join(model_dir, "checkpoints")
     # Every worker resumes from the chief's checkpoints (a shared file system
@@ -271,12 +259,34 @@ def run_pretraining(
             max_to_keep=training.keep_checkpoints,
         )
         if latest is not None:
-            checkpoint.restore(latest).assert_existing_objects_matched()
+            try:
+                checkpoint.restore(latest).assert_existing_objects_matched()
+            except (AssertionError, ValueError, tf.errors.OpError) as error:
+                raise ConfigError(
+                    f"cannot resume from {latest}: it does not hold this run's "
+                    f"model (another preset or --hparams in {model_dir}?): {error}"
+                ) from error
             logger.info("Resumed from %s", latest)
         elif init_checkpoint:
             restore_weights(pretrainer, init_checkpoint)
             logger.info(
                 "Initialised from %s (schedule offset %d)", init_checkpoint, step_offset
+            )
+
+    # Written once the model is known to fit the directory's checkpoints, so a
+    # refused resume leaves the run's config.json as it was.
+    if chief:
+        with tf.io.gfile.GFile(os.path.join(model_dir, "config.json"), "w") as f:
+            json.dump(
+                {
+                    "model": model.to_dict(),
+                    "pretraining": pretraining.to_dict(),
+                    "optimizer": optimizer.to_dict(),
+                    "training": training.to_dict(),
+                    "vocabulary": vocabulary.path,
+                },
+                f,
+                indent=2,
             )
 
     # With gradient accumulation Keras' `iterations` counts updates; the data

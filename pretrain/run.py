@@ -11,6 +11,7 @@ Rerunning the same command resumes from the newest checkpoint.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import os
@@ -118,9 +119,14 @@ def parse_args(argv=None):
         "--strategy",
         default="default",
         choices=["default", "mirrored", "multi_worker", "tpu"],
-        help="default: one device; mirrored: all local GPUs; multi_worker: "
-        "several hosts, each started with its own TF_CONFIG (needs --data); "
-        "tpu: the TPU named by --tpu.",
+        help="default: one device; mirrored: all local GPUs (or --devices); "
+        "multi_worker: several hosts, each started with its own TF_CONFIG (needs "
+        "--data); tpu: the TPU named by --tpu.",
+    )
+    run.add_argument(
+        "--devices",
+        help="With --strategy mirrored: comma-separated devices to mirror over, "
+        "e.g. /gpu:0,/gpu:2 (default: every local GPU, else the CPU).",
     )
     run.add_argument("--tpu", help="TPU name or grpc:// address; 'local' on a TPU VM.")
     run.add_argument("--tpu-zone")
@@ -162,8 +168,13 @@ def main(argv=None) -> int:
         VocabularyError,
         NonFiniteLossError,
     ) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        message = f"error: {error}"
+    # What the failed run left (e.g. a checkpoint restore that did not match)
+    # logs warnings when it is collected: collect it now, so that the one-line
+    # message stays the last thing printed.
+    gc.collect()
+    print(message, file=sys.stderr)
+    return 2
 
 
 def _run(args) -> int:
@@ -173,7 +184,11 @@ def _run(args) -> int:
     from electra_tf.data.corpus import expand_paths
     from electra_tf.data.pretraining_dataset import list_files, read_data_stats
     from electra_tf.data.tfrecord_writer import build_pretraining_data
-    from electra_tf.distribution import make_strategy, resolve_jit_compile
+    from electra_tf.distribution import (
+        check_global_batch,
+        make_strategy,
+        resolve_jit_compile,
+    )
     from electra_tf.presets import get_preset
     from electra_tf.pretraining import run_pretraining
     from electra_tf.vocabulary import Vocabulary, learn_vocabulary
@@ -185,17 +200,24 @@ def _run(args) -> int:
         )
     # First: MultiWorkerMirroredStrategy must exist before any other
     # TensorFlow op runs in this process, and a missing TPU should fail fast.
+    if args.devices and args.strategy != "mirrored":
+        raise ConfigError("--devices goes with --strategy mirrored")
     strategy = make_strategy(
         args.strategy,
         tpu=args.tpu,
         tpu_zone=args.tpu_zone,
         gcp_project=args.gcp_project,
+        devices=args.devices.split(",") if args.devices else None,
     )
     preset = get_preset(args.preset)
     try:
         hparams = json.loads(args.hparams)
     except json.JSONDecodeError as error:
         raise ConfigError(f"--hparams is not valid JSON: {error}") from error
+    # Before any data or vocabulary is built (run_pretraining checks it again).
+    check_global_batch(
+        hparams.get("batch_size") or args.batch_size or preset.batch_size, strategy
+    )
     max_seq_length = hparams.get("max_seq_length") or args.max_seq_length
     max_seq_length = max_seq_length or preset.pretraining.max_seq_length
     train_data, eval_data = args.data, args.eval_data

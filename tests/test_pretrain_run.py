@@ -99,61 +99,85 @@ def _assert_loadable(model_dir):
             assert np.isfinite(value).all(), (path, name)
 
 
-def _kill_once(model_dir, during_save, rng):
+def _temp_checkpoints(model_dir):
+    """TensorFlow's temporary checkpoint entries, with their modification times."""
+    directory = pathlib.Path(model_dir) / "checkpoints"
+    return {
+        (name, (directory / name).stat().st_mtime_ns)
+        for name in _checkpoint_files(model_dir)
+        if "_temp" in name
+    }
+
+
+def _kill_once(model_dir, during_save, rng, log_path):
     """Starts the run and SIGKILLs it once it has made progress.
 
     `during_save`: kill as soon as TensorFlow's temporary checkpoint files
-    appear (mid-write); otherwise a random moment after a new checkpoint.
-    Returns whether a kill landed (the run may finish first).
+    appear (mid-write); otherwise a random moment (0-50 ms, a step or two)
+    after a new checkpoint. The run's stderr goes to `log_path`.
+    Returns (whether a kill landed, whether it left a half-written checkpoint
+    behind, i.e. really landed mid-save).
     """
     before = _latest_step(model_dir)
-    process = subprocess.Popen(
-        _command(model_dir), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    deadline = time.time() + 300
-    try:
-        while process.poll() is None and time.time() < deadline:
-            if during_save:
-                if any("_temp" in name for name in _checkpoint_files(model_dir)):
-                    break
-                time.sleep(0.0005)
-            else:
-                if _latest_step(model_dir) > before:
-                    time.sleep(rng.uniform(0.0, 0.4))
-                    break
-                time.sleep(0.01)
-        killed = process.poll() is None
-        if killed:
-            os.kill(process.pid, signal.SIGKILL)
-    finally:
-        process.kill()
-        process.wait()
-    return killed
+    # A kill mid-save leaves its temporary files behind; only new ones count.
+    stale = _temp_checkpoints(model_dir)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            _command(model_dir), stdout=subprocess.DEVNULL, stderr=log
+        )
+        deadline = time.time() + 300
+        try:
+            while process.poll() is None and time.time() < deadline:
+                if during_save:
+                    if _temp_checkpoints(model_dir) - stale:
+                        break
+                    time.sleep(0.0005)
+                else:
+                    if _latest_step(model_dir) > before:
+                        time.sleep(rng.uniform(0.0, 0.05))
+                        break
+                    time.sleep(0.01)
+            killed = process.poll() is None
+            if killed:
+                os.kill(process.pid, signal.SIGKILL)
+        finally:
+            process.kill()
+            process.wait()
+    half_written = bool(_temp_checkpoints(model_dir) - stale)
+    return killed, killed and half_written
 
 
 def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
     rng = random.Random(0)
-    kills = {"during_save": 0, "random": 0}
+    model_dir = tmp_path / "run"
+    kills = {"during_save": 0, "random": 0, "left_half_written": 0}
     attempts = 0
-    while sum(kills.values()) < 5 and attempts < 10:
+    while kills["during_save"] + kills["random"] < 5 and attempts < 15:
         during_save = attempts % 2 == 1
         attempts += 1
-        if _latest_step(tmp_path) >= 25:
-            break  # too close to the end to kill again
-        if _kill_once(tmp_path, during_save, rng):
-            kills["during_save" if during_save else "random"] += 1
-            _assert_loadable(tmp_path)
-    assert sum(kills.values()) >= 5 or _latest_step(tmp_path) >= 25, kills
-    assert kills["during_save"] >= 1, kills
+        before = _latest_step(model_dir)
+        log_path = tmp_path / f"attempt_{attempts}.log"
+        killed, half_written = _kill_once(model_dir, during_save, rng, log_path)
+        if not killed:
+            break  # the run finished before it could be killed
+        kills["during_save" if during_save else "random"] += 1
+        kills["left_half_written"] += half_written
+        # Whatever the moment, the newest complete checkpoint reads back whole,
+        # and the killed process had resumed from the one before it.
+        _assert_loadable(model_dir)
+        if before:
+            resumed = f"Resumed from {model_dir}/checkpoints/ckpt-{before}"
+            assert resumed in log_path.read_text(), (attempts, before)
+    assert kills["during_save"] + kills["random"] >= 5, kills
+    # At least one kill landed while a checkpoint was being written.
+    assert kills["left_half_written"] >= 1, kills
 
-    step_before = _latest_step(tmp_path)
-    result = _run(tmp_path)
+    step_before = _latest_step(model_dir)
+    assert step_before > 0
+    result = _run(model_dir)
     assert result.returncode == 0, result.stderr[-3000:]
-    if step_before:
-        assert f"Resumed from {tmp_path}/checkpoints/ckpt-{step_before}" in (
-            result.stderr
-        )
-    resumed_path, resumed = _weights(tmp_path)
+    assert f"Resumed from {model_dir}/checkpoints/ckpt-{step_before}" in result.stderr
+    resumed_path, resumed = _weights(model_dir)
     reference_path, reference = _weights(uninterrupted)
     assert resumed_path.endswith("ckpt-30") and reference_path.endswith("ckpt-30")
     # Same step, same learning rate, same data and draws: the same weights.
@@ -162,7 +186,7 @@ def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_
         np.testing.assert_allclose(
             resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name
         )
-    results = json.loads((tmp_path / "eval_results.json").read_text())
+    results = json.loads((model_dir / "eval_results.json").read_text())
     assert results["step"] == 30
 
 
@@ -189,6 +213,27 @@ def test_init_checkpoint_starts_a_new_run_from_its_weights(uninterrupted, tmp_pa
         np.testing.assert_allclose(started[name], loaded[name], atol=1e-6, err_msg=name)
     # The Adam moments and the step counter start afresh.
     assert int(started["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"]) == 5
+
+
+def test_resuming_with_another_model_is_refused_and_changes_nothing(
+    uninterrupted, tmp_path
+):
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    config = (model_dir / "config.json").read_bytes()
+    _, before = _weights(model_dir)
+    result = _run(model_dir, "--hparams", '{"num_layers": 3}')
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot resume from {model_dir}/checkpoints/ckpt-30")
+    assert "another preset or --hparams" in last
+    assert (model_dir / "config.json").read_bytes() == config
+    _, after = _weights(model_dir)
+    assert after.keys() == before.keys()
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
 def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(uninterrupted, tmp_path):
@@ -277,6 +322,10 @@ def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
         (
             ["--objective", "mlm", "--hparams", '{"uniform_generator": true}'],
             "uniform_generator needs an objective that samples replacements",
+        ),
+        (
+            ["--strategy", "mirrored", "--devices", "/cpu:0,/gpu:3"],
+            "--devices: /gpu:3 is not on this host \\(it has /cpu:0",
         ),
         (
             [
