@@ -120,3 +120,49 @@ def test_errors_are_one_line(cli, capsys, tf1_checkpoint, tmp_path):
         str(tmp_path / "c"),
     )
     assert "none" in message
+
+
+def test_hf_to_ours_to_keras_hub_and_back(cli, capsys, tmp_path):
+    """The other three commands: HF -> ours -> keras-hub preset -> our encoder,
+    the discriminator's weights unchanged at every hop."""
+    ours = tmp_path / "ours"
+    argv = [
+        "hf-to-electra",
+        "--discriminator",
+        str(FIXTURE / "discriminator"),
+        "--generator",
+        str(FIXTURE / "generator"),
+        "--output",
+        str(ours),
+    ]
+    assert cli.main(argv) == 0
+    assert "--init-checkpoint" in capsys.readouterr().out
+    assert (ours / "vocab.txt").read_text() == VOCAB.read_text()
+
+    kh = tmp_path / "keras_hub"
+    argv = ["electra-to-keras-hub", "--checkpoint", str(ours), "--output", str(kh)]
+    assert cli.main(argv) == 0
+    assert (kh / "config.json").exists() and (kh / "model.weights.h5").exists()
+
+    back = tmp_path / "back"
+    argv = ["keras-hub-to-electra", "--preset", str(kh), "--output", str(back)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+
+    import keras
+
+    import electra_tf.encoder  # noqa: F401  (registers the class)
+
+    encoder = keras.models.load_model(back / "export" / "encoder.keras")
+    theirs = safetensors.numpy.load_file(
+        FIXTURE / "discriminator" / "model.safetensors"
+    )
+    np.testing.assert_array_equal(
+        encoder.token_embedding.embeddings.numpy(),
+        theirs["electra.embeddings.word_embeddings.weight"],
+    )
+    query = encoder.transformer_layers[1]._self_attention_layer._query_dense
+    np.testing.assert_array_equal(
+        query.kernel.numpy().reshape(query.kernel.shape[0], -1),
+        theirs["electra.encoder.layer.1.attention.self.query.weight"].T,
+    )

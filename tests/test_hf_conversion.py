@@ -23,6 +23,7 @@ from electra_tf.hf_conversion import (
     load_hf_encoder,
     load_hf_generator,
     load_hf_pretrainer,
+    save_hf_encoder,
     save_hf_pretrainer,
 )
 
@@ -210,8 +211,13 @@ def test_transformers_loads_our_pretrainer(transformers, tiny_configs, tmp_path)
         paths["generator"]
     ).eval()
     encoder = transformers.ElectraModel.from_pretrained(paths["discriminator"]).eval()
+    # The encoder alone, as an ElectraModel checkpoint (no heads).
+    alone = transformers.ElectraModel.from_pretrained(
+        save_hf_encoder(ours.discriminator_encoder, tmp_path / "encoder")
+    ).eval()
     with torch.no_grad():
         d, g, e = discriminator(**feed), generator(**feed), encoder(**feed)
+        a = alone(**feed)
     diffs = {
         "discriminator_logits": _max_diff(d.logits, ours.discriminator(batch)),
         "discriminator_hidden_states": _max_diff(
@@ -220,6 +226,9 @@ def test_transformers_loads_our_pretrainer(transformers, tiny_configs, tmp_path)
         ),
         "encoder": _max_diff(
             e.last_hidden_state, ours.discriminator_encoder(batch)["sequence_output"]
+        ),
+        "encoder_alone": _max_diff(
+            a.last_hidden_state, ours.discriminator_encoder(batch)["sequence_output"]
         ),
         "generator_logits": _max_diff(g.logits, ours.generator(all_positions(batch))),
         "generator_hidden_states": _max_diff(
