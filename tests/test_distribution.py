@@ -304,6 +304,22 @@ def _tiny(dropout=None):
     return model, preset.pretraining.override(max_seq_length=32)
 
 
+def _tiny_vocabulary():
+    """A vocabulary of the tests' tiny size with the special ids of conftest."""
+    from electra_tf.vocabulary import Vocabulary
+
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert [specials.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [
+        PAD,
+        CLS,
+        SEP,
+        MASK,
+    ]
+    return Vocabulary(
+        tuple(specials + [f"t{i}" for i in range(TINY_VOCABULARY_SIZE - 5)])
+    )
+
+
 def test_train_step_compiles_with_xla_as_on_tpu():
     """The TPU run's flags: XLA, mixed_bfloat16, steps_per_execution > 1, static
     batch shapes (drop_remainder), dropout on. mixed_bfloat16 compiles under
@@ -317,14 +333,20 @@ def test_train_step_compiles_with_xla_as_on_tpu():
         .repeat()
     )
     assert all(spec.shape == (8, 32) for spec in dataset.element_spec.values())
+    from electra_tf.config import OptimizerConfig
+    from electra_tf.pretraining import build_pretrainer
+
     with _policy("mixed_bfloat16"):
-        model = make_pretrainer(*_tiny())
-        model.compile(
-            optimizer=ElectraAdam(learning_rate=1e-3, global_clipnorm=1.0),
+        # As pretrain/run.py builds it: the warm-up x decay schedule, decoupled
+        # weight decay with its exclusions, global-norm clipping.
+        model = build_pretrainer(
+            *_tiny(),
+            OptimizerConfig(learning_rate=1e-3, warmup_steps=1, total_steps=100),
+            _tiny_vocabulary(),
             jit_compile=True,
             steps_per_execution=2,
         )
-        assert model.jit_compile
+        assert model.jit_compile and model.optimizer.weight_decay == 0.01
         start = [w.numpy() for w in model.trainable_weights]
         history = model.fit(dataset, steps_per_epoch=2, epochs=1, verbose=0)
         assert int(model.optimizer.iterations.numpy()) == 2
@@ -401,18 +423,8 @@ def test_float16_scales_the_loss_and_trains():
     from electra_tf.config import OptimizerConfig
     from electra_tf.optimizer import ElectraLossScaleOptimizer
     from electra_tf.pretraining import build_pretrainer
-    from electra_tf.vocabulary import Vocabulary
 
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    assert [specials.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [
-        PAD,
-        CLS,
-        SEP,
-        MASK,
-    ]
-    vocabulary = Vocabulary(
-        tuple(specials + [f"t{i}" for i in range(TINY_VOCABULARY_SIZE - 5)])
-    )
+    vocabulary = _tiny_vocabulary()
     with _policy("mixed_float16"):
         model_config, pretraining_config = _tiny()
         model = build_pretrainer(
