@@ -7,8 +7,9 @@ hold). Only one works at a time; the others wait on a pipe.
 * `ours`: `ElectraPretrainer` as `pretrain/run.py` builds it (`--jit auto`,
   hence XLA or not as the platform decides), trained with `fit` on the real
   input pipeline (`make_pretraining_dataset` over the TFRecords);
-  `ours_xla` / `ours_graph` force XLA on or off; `ours_inverse_cdf` is
-  `ours` with the inverse-CDF sampler instead of the default Gumbel-max.
+  `ours_xla` / `ours_graph` force XLA on or off; `ours_gumbel_max` is
+  `ours` with the original's Gumbel-max sampler instead of the default
+  inverse CDF.
 * `transformers`: the same configuration written with Hugging Face
   transformers on PyTorch as a typical user writes it (`bench/hf_peer.py`),
   on the same batches (read by this process and handed over as numpy), with
@@ -63,7 +64,7 @@ IMPLEMENTATIONS = (
     "ours",
     "ours_xla",
     "ours_graph",
-    "ours_inverse_cdf",
+    "ours_gumbel_max",
     "transformers",
     "transformers_1_thread",
 )
@@ -221,8 +222,8 @@ def our_worker(args) -> None:
     _, vocabulary, length = describe_data(args.data)
     preset, model, pretraining = _configs(args.preset, vocabulary, length)
     jit = {"ours_xla": "on", "ours_graph": "off"}.get(args.worker, "auto")
-    if args.worker == "ours_inverse_cdf":
-        pretraining = pretraining.override(sampler="inverse_cdf")
+    if args.worker == "ours_gumbel_max":
+        pretraining = pretraining.override(sampler="gumbel_max")
     keras.utils.set_random_seed(0)
     pretrainer = build_pretrainer(
         model,

@@ -192,10 +192,11 @@ class PretrainingConfig(_Config):
     # Never sample the original token (its logit is pushed down by 1e3).
     disallow_correct: bool = False
     # How replacements are drawn from softmax(logits / temperature): both are
-    # exact samples. "gumbel_max" is the original's and the spec's (step 5);
-    # "inverse_cdf" draws the same distribution with far fewer random numbers
-    # (see `electra_tf.sampling` and BENCHMARKS.md for the measured step time).
-    sampler: str = "gumbel_max"
+    # exact samples of it (tests/test_sampling.py). "inverse_cdf" draws one
+    # uniform number per slot instead of a Gumbel number and two logarithms
+    # per vocabulary entry: the small step on 2 CPU cores takes ~11% less
+    # time (BENCHMARKS.md section 7). "gumbel_max" is the original's.
+    sampler: str = "inverse_cdf"
     # Replace masked tokens with uniformly random tokens instead of generator
     # samples (the paper's uniform-generator ablation): the generator is then
     # neither run nor trained, and costs no FLOPs.
