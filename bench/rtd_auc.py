@@ -13,6 +13,14 @@ numbers for the run's untrained initial weights (same seed). A rise from the
 untrained value whose interval excludes 0.5 is the evidence that replaced token
 detection is being learned.
 
+With `--oracles N`, it also asks how much signal the run's replacements leave
+at all, with lookup tables instead of a network: N training batches are
+corrupted by the trained generator (as training does), and the rate of
+replacement is counted per token, per (previous token, token) and per
+(token, next token); each table's held-out AUC over maskable tokens is what a
+detector knowing only that much would reach. A table far above the
+discriminator says the signal is there and the network has not learned it.
+
     python bench/rtd_auc.py runs/pretrain
 """
 
@@ -60,28 +68,24 @@ def bootstrap(per_example, rng, rounds=1000):
     return auc(labels, scores), float(low), float(high)
 
 
-def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
+def _load_run(run_dir: str, trained: bool):
+    """(pretrainer with the run's initial or newest weights, vocabulary, config)."""
     import keras
     import tensorflow as tf
 
     from electra_tf.config import ModelConfig, OptimizerConfig, PretrainingConfig
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
     from electra_tf.pretraining import build_pretrainer, restore_weights
     from electra_tf.vocabulary import Vocabulary
 
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
-    model_config = ModelConfig.from_dict(config["model"])
     pretraining = PretrainingConfig.from_dict(config["pretraining"])
-    training = config["training"]
-
     # Paths in config.json are as the run was given them: relative ones are
     # relative to where it was launched (run this from there, as for the demo).
-    resolve = os.path.expanduser
-    vocabulary = Vocabulary.from_file(resolve(config["vocabulary"]))
+    vocabulary = Vocabulary.from_file(os.path.expanduser(config["vocabulary"]))
     keras.utils.set_random_seed(pretraining.seed)  # the run's initial weights
     model = build_pretrainer(
-        model_config,
+        ModelConfig.from_dict(config["model"]),
         pretraining,
         OptimizerConfig.from_dict(config["optimizer"]),
         vocabulary,
@@ -90,10 +94,24 @@ def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
     checkpoint = tf.train.latest_checkpoint(os.path.join(run_dir, "checkpoints"))
     if trained:
         restore_weights(model, checkpoint)
+    config["checkpoint"] = checkpoint if trained else "initial weights"
+    return model, vocabulary, config
+
+
+def _trained_model(run_dir: str):
+    return _load_run(run_dir, trained=True)
+
+
+def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
+    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+
+    model, vocabulary, config = _load_run(run_dir, trained)
+    training = config["training"]
+    resolve = os.path.expanduser
     dataset = make_pretraining_dataset(
         resolve(training["eval_data"]),
         training["batch_size"],
-        pretraining.max_seq_length,
+        config["pretraining"]["max_seq_length"],
         training=False,
     )
     specials = np.array([vocabulary.cls_id, vocabulary.sep_id])
@@ -109,10 +127,83 @@ def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
             keep = real[row] & ~np.isin(ids[row], specials)
             maskable.append((labels[row][keep], scores[row][keep]))
     return {
-        "checkpoint": checkpoint if trained else "initial weights",
+        "checkpoint": config["checkpoint"],
         "examples": len(every),
         "auc_all_tokens": bootstrap(every, rng),
         "auc_maskable_tokens": bootstrap(maskable, rng),
+    }
+
+
+def lookup_table_aucs(run_dir: str, batches: int, held_out_batches: int) -> dict:
+    """Held-out AUCs of replacement-rate tables fit on training corruptions."""
+    import tensorflow as tf
+
+    model, vocabulary, config = _trained_model(run_dir)
+    training = config["training"]
+    length = config["pretraining"]["max_seq_length"]
+    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+
+    specials = [vocabulary.cls_id, vocabulary.sep_id]
+
+    def contexts(pattern, count, is_training):
+        dataset = make_pretraining_dataset(
+            os.path.expanduser(pattern),
+            training["batch_size"],
+            length,
+            training=is_training,
+        )
+        rows = []
+        for index, batch in enumerate(dataset.take(count)):
+            # Training corruptions vary by step; evaluation's are fixed.
+            step = tf.constant(index) if is_training else None
+            outputs = model(batch, training=False, step=step)
+            ids = outputs["corrupted_ids"].numpy()
+            keep = (batch["padding_mask"].numpy() > 0) & ~np.isin(
+                batch["token_ids"].numpy(), specials
+            )
+            ids = ids.astype(np.int64)
+            previous = np.pad(ids, ((0, 0), (1, 0)))[:, :-1]
+            following = np.pad(ids, ((0, 0), (0, 1)))[:, 1:]
+            rows.append(
+                (
+                    previous[keep],
+                    ids[keep],
+                    following[keep],
+                    outputs["is_replaced"].numpy()[keep],
+                    outputs["rtd_logits"].numpy()[keep],
+                )
+            )
+        return [np.concatenate(column) for column in zip(*rows)]
+
+    train = contexts(training["train_data"], batches, True)
+    held_out = contexts(training["eval_data"], held_out_batches, False)
+    base_rate = float(train[3].mean())
+    size = np.int64(vocabulary.size)
+
+    def table_auc(keys_train, keys_held_out):
+        # Replacement rate per key, shrunk towards the base rate (5
+        # pseudo-counts); keys never seen in training get the base rate.
+        unique, inverse = np.unique(keys_train, return_inverse=True)
+        replaced = np.bincount(inverse, weights=train[3])
+        rate = (replaced + 5 * base_rate) / (np.bincount(inverse) + 5)
+        position = np.minimum(np.searchsorted(unique, keys_held_out), len(unique) - 1)
+        found = unique[position] == keys_held_out
+        return auc(held_out[3], np.where(found, rate[position], base_rate))
+
+    previous, token, following = 0, 1, 2
+    return {
+        "training_tokens": int(len(train[3])),
+        "held_out_tokens": int(len(held_out[3])),
+        "discriminator": auc(held_out[3], held_out[4]),
+        "token": table_auc(train[token], held_out[token]),
+        "previous_and_token": table_auc(
+            train[previous] * size + train[token],
+            held_out[previous] * size + held_out[token],
+        ),
+        "token_and_next": table_auc(
+            train[token] * size + train[following],
+            held_out[token] * size + held_out[following],
+        ),
     }
 
 
