@@ -218,6 +218,13 @@ def main():
         default=7,
         help="Held-out batches (the demo's eval shard holds 7 of 32).",
     )
+    parser.add_argument(
+        "--oracles",
+        type=int,
+        default=0,
+        help="Also fit replacement-rate lookup tables on this many training "
+        "batches corrupted by the trained generator (0: skip).",
+    )
     parser.add_argument("--output", default="bench/rtd_auc.json")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
@@ -234,6 +241,17 @@ def main():
             ]
             name = "trained" if trained else "initial"
             print(f"{run:<28}{name:<10}{cells[0]:>26}{cells[1]:>26}")
+        if args.oracles:
+            tables = lookup_table_aucs(run, args.oracles, args.batches)
+            results[run]["lookup_tables"] = tables
+            print(
+                f"{run}: held-out AUC over maskable tokens of "
+                + ", ".join(
+                    f"{name} {value:.3f}"
+                    for name, value in tables.items()
+                    if isinstance(value, float)
+                )
+            )
     with open(args.output, "w") as f:
         json.dump(results, f, indent=2)
 
