@@ -17,6 +17,9 @@ BENCH = pathlib.Path(__file__).parents[1] / "bench"
     [
         ("pretrain_throughput.py", ["--implementations", "--memory-batch-size"]),
         ("serving_latency.py", ["--batch-size", "--tsv"]),
+        ("step_time.py", ["--variants", "uniform_generator"]),
+        ("rtd_plateau.py", ["--variants", "--eval-batches"]),
+        ("rtd_auc.py", ["--oracles"]),
     ],
 )
 def test_help_lists_the_flags(script, flags):
