@@ -59,8 +59,17 @@ def parse_args(argv=None):
         default="ours,ours_uniform,transformers",
         help=f"Comma-separated subset of {', '.join(VARIANTS)}.",
     )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=0,
+        help="Threads of TensorFlow's and PyTorch's pools (default 0: their "
+        "own choice). 1 keeps the run to about one core of a shared machine.",
+    )
     parser.add_argument("--output", default="bench/rtd_plateau.json")
     args = parser.parse_args(argv)
+    if args.threads < 0:
+        parser.error(f"--threads must be 0 or more, got {args.threads}")
     unknown = set(args.variants.split(",")) - set(VARIANTS)
     if unknown:
         parser.error(f"unknown variants: {', '.join(sorted(unknown))}")
@@ -132,8 +141,10 @@ class Transformers:
         # Our schedule: linear warm-up times linear decay.
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.peer.optimizer,
-            lambda t: min(1.0, t / optimizer.warmup_steps)
-            * max(0.0, 1.0 - t / optimizer.total_steps),
+            lambda t: (
+                min(1.0, t / optimizer.warmup_steps)
+                * max(0.0, 1.0 - t / optimizer.total_steps)
+            ),
         )
 
     def train(self, dataset, steps):
@@ -194,6 +205,15 @@ def main(argv=None):
     args = parse_args(argv)
     import tensorflow as tf
 
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+        if "transformers" in args.variants.split(","):
+            import torch
+
+            torch.set_num_threads(args.threads)
+    from run_info import run_info
+
     from electra_tf.data.pretraining_dataset import (
         describe_data,
         make_pretraining_dataset,
@@ -207,7 +227,7 @@ def main(argv=None):
         {k: v.numpy() for k, v in b.items()} for b in held_out.take(args.eval_batches)
     ]
     every = args.steps // args.evaluations
-    results = {"args": vars(args), "curves": {}}
+    results = {**run_info(__file__), "args": vars(args), "curves": {}}
     for name in args.variants.split(","):
         tf.keras.utils.set_random_seed(0)
         if name == "transformers":
