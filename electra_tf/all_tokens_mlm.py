@@ -8,7 +8,7 @@ from keras import ops
 
 from electra_tf.encoder import truncated_normal
 from electra_tf.generator import masked_lm_head
-from electra_tf.tower import ElectraTower
+from electra_tf.tower import ElectraTower, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -55,10 +55,7 @@ class ElectraAllTokensMLM(ElectraTower):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = encoder_inputs()
         sequence_output = encoder(inputs)["sequence_output"]
         # 0, 1, ..., L-1 per row: the head's gather then keeps every position.
         # (Built from ops, since L is unknown when the graph is built.)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 
 from electra_tf.encoder import truncated_normal
-from electra_tf.tower import ElectraTower
+from electra_tf.tower import ElectraTower, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -39,10 +39,7 @@ class ElectraDiscriminator(ElectraTower):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask")
-        }
+        inputs = encoder_inputs()
         x = encoder(inputs)["sequence_output"]
         logits = self.rtd_output(self.rtd_dense(x))[..., 0]
         super().__init__(inputs=inputs, outputs=self.logits_cast(logits), **kwargs)

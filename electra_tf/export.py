@@ -11,6 +11,7 @@ import tensorflow as tf
 from electra_tf.generator import standalone_generator
 from electra_tf.hub_export import export_tf_hub
 from electra_tf.keras_hub_conversion import save_keras_hub_preset
+from electra_tf.tower import ENCODER_INPUTS
 
 
 class DiscriminatorServing(tf.Module):
@@ -55,7 +56,7 @@ class DiscriminatorServing(tf.Module):
         input_signature=[
             {
                 name: tf.TensorSpec([None, None], tf.int32, name=name)
-                for name in ("token_ids", "segment_ids", "padding_mask")
+                for name in ENCODER_INPUTS
             }
         ]
     )

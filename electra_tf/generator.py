@@ -6,7 +6,7 @@ import keras
 from keras_hub.layers import MaskedLMHead
 
 from electra_tf.encoder import ElectraEncoder, truncated_normal
-from electra_tf.tower import ElectraTower
+from electra_tf.tower import ENCODER_INPUTS, ElectraTower, encoder_inputs
 
 
 def masked_lm_head(encoder) -> MaskedLMHead:
@@ -49,13 +49,10 @@ class ElectraGenerator(ElectraTower):
         )
 
         # === Functional Model ===
-        inputs = {
-            name: keras.Input(shape=(None,), dtype="int32", name=name)
-            for name in ("token_ids", "segment_ids", "padding_mask", "mask_positions")
-        }
-        sequence_output = encoder(
-            {k: inputs[k] for k in ("token_ids", "segment_ids", "padding_mask")}
-        )["sequence_output"]
+        inputs = encoder_inputs("mask_positions")
+        sequence_output = encoder({k: inputs[k] for k in ENCODER_INPUTS})[
+            "sequence_output"
+        ]
         logits = self.mlm_head(sequence_output, mask_positions=inputs["mask_positions"])
         super().__init__(inputs=inputs, outputs=self.logits_cast(logits), **kwargs)
 

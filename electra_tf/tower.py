@@ -4,6 +4,17 @@ from __future__ import annotations
 
 import keras
 
+# The encoder's inputs, in the order every model and signature lists them.
+ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
+
+
+def encoder_inputs(*extra: str) -> dict:
+    """Symbolic int32 [batch, length] inputs: the encoder's, then `extra`."""
+    return {
+        name: keras.Input(shape=(None,), dtype="int32", name=name)
+        for name in ENCODER_INPUTS + extra
+    }
+
 
 class ElectraTower(keras.Model):
     """A functional model around an `ElectraEncoder`, serialised by its encoder.
