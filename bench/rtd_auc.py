@@ -252,8 +252,11 @@ def main():
                     if isinstance(value, float)
                 )
             )
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    from run_info import run_info
+
     with open(args.output, "w") as f:
-        json.dump(results, f, indent=2)
+        json.dump({**run_info(__file__), "runs": results}, f, indent=2)
 
 
 if __name__ == "__main__":
