@@ -38,6 +38,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
+def maskable(batch, vocabulary) -> np.ndarray:
+    """Real tokens other than [CLS] and [SEP] (the ones masking may pick)."""
+    special = np.isin(
+        np.asarray(batch["token_ids"]), [vocabulary.cls_id, vocabulary.sep_id]
+    )
+    return (np.asarray(batch["padding_mask"]) > 0) & ~special
+
+
 def auc(labels: np.ndarray, scores: np.ndarray) -> float:
     """Area under the ROC curve (Mann-Whitney U with tied ranks averaged)."""
     order = np.argsort(scores, kind="mergesort")
@@ -114,23 +122,21 @@ def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
         config["pretraining"]["max_seq_length"],
         training=False,
     )
-    specials = np.array([vocabulary.cls_id, vocabulary.sep_id])
-    every, maskable = [], []
+    every, pickable = [], []
     for batch in dataset.take(batches):
         outputs = model(batch, training=False)
         labels = outputs["is_replaced"].numpy()
         scores = outputs["rtd_logits"].numpy()
         real = batch["padding_mask"].numpy() > 0
-        ids = batch["token_ids"].numpy()
-        for row in range(len(ids)):
+        keep = maskable(batch, vocabulary)
+        for row in range(len(real)):
             every.append((labels[row][real[row]], scores[row][real[row]]))
-            keep = real[row] & ~np.isin(ids[row], specials)
-            maskable.append((labels[row][keep], scores[row][keep]))
+            pickable.append((labels[row][keep[row]], scores[row][keep[row]]))
     return {
         "checkpoint": config["checkpoint"],
         "examples": len(every),
         "auc_all_tokens": bootstrap(every, rng),
-        "auc_maskable_tokens": bootstrap(maskable, rng),
+        "auc_maskable_tokens": bootstrap(pickable, rng),
     }
 
 
@@ -142,8 +148,6 @@ def lookup_table_aucs(run_dir: str, batches: int, held_out_batches: int) -> dict
     training = config["training"]
     length = config["pretraining"]["max_seq_length"]
     from electra_tf.data.pretraining_dataset import make_pretraining_dataset
-
-    specials = [vocabulary.cls_id, vocabulary.sep_id]
 
     def contexts(pattern, count, is_training):
         dataset = make_pretraining_dataset(
@@ -158,9 +162,7 @@ def lookup_table_aucs(run_dir: str, batches: int, held_out_batches: int) -> dict
             step = tf.constant(index) if is_training else None
             outputs = model(batch, training=False, step=step)
             ids = outputs["corrupted_ids"].numpy()
-            keep = (batch["padding_mask"].numpy() > 0) & ~np.isin(
-                batch["token_ids"].numpy(), specials
-            )
+            keep = maskable(batch, vocabulary)
             ids = ids.astype(np.int64)
             previous = np.pad(ids, ((0, 0), (1, 0)))[:, :-1]
             following = np.pad(ids, ((0, 0), (0, 1)))[:, 1:]

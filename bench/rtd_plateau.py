@@ -36,7 +36,7 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from rtd_auc import auc  # noqa: E402
+from rtd_auc import auc, maskable  # noqa: E402
 
 VARIANTS = ("ours", "ours_uniform", "transformers")
 
@@ -94,12 +94,6 @@ def configs(args, vocabulary, length, uniform=False):
         json.loads(args.hparams),
     )
     return chosen["model"], chosen["pretraining"], chosen["optimizer"]
-
-
-def maskable(batch, vocabulary):
-    """Real tokens other than [CLS] and [SEP] (the ones masking may pick)."""
-    special = np.isin(batch["token_ids"], [vocabulary.cls_id, vocabulary.sep_id])
-    return (np.asarray(batch["padding_mask"]) > 0) & ~special
 
 
 class Ours:
