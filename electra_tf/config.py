@@ -194,8 +194,8 @@ class PretrainingConfig(_Config):
     # How replacements are drawn from softmax(logits / temperature): both are
     # exact samples of it (tests/test_sampling.py). "inverse_cdf" draws one
     # uniform number per slot instead of a Gumbel number and two logarithms
-    # per vocabulary entry: the small step on 2 CPU cores takes ~11% less
-    # time (BENCHMARKS.md section 7). "gumbel_max" is the original's.
+    # per vocabulary entry: the small step on 2 CPU cores takes 7% less
+    # time (BENCHMARKS.md sections 3 and 7). "gumbel_max" is the original's.
     sampler: str = "inverse_cdf"
     # Replace masked tokens with uniformly random tokens instead of generator
     # samples (the paper's uniform-generator ablation): the generator is then

@@ -157,12 +157,11 @@ def resolve_jit_compile(mode: str, strategy=None, on_cpu: bool = True) -> bool:
 
     Pre-training compiles with XLA on a CPU too: its step has much besides
     matmuls (sampling, losses, metrics, the optimizer over the embedding
-    table) that XLA fuses. Measured on 2 shared CPU cores (BENCHMARKS.md
-    section 3), the `small` step ran 1.29x as fast with XLA (wall clock,
-    median of 3 noisy rounds) on 11% less CPU time, the `tiny` one on 26%
-    less. (XLA on CPUs used to lose 10x: Keras' dropout draws with a
-    stateless RNG that XLA compiles into very slow CPU code; the encoders now
-    use `HashedDropout`.)
+    table) that XLA fuses. Measured on 2 idle CPU cores (BENCHMARKS.md
+    section 3), the `small` step ran 1.19x as fast with XLA (median of 4
+    rounds) on 16% less CPU time. (XLA on CPUs used to lose 10x: Keras'
+    dropout draws with a stateless RNG that XLA compiles into very slow CPU
+    code; the encoders now use `HashedDropout`.)
     Not measured, and so left in graph mode: several CPU replicas (where
     cross-replica sums would sit inside the XLA program) and callers that pass
     `on_cpu=False` (fine-tuning).
