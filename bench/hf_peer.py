@@ -15,6 +15,12 @@ import torch
 import transformers
 
 
+def gumbel_max_sample(logits):
+    """One sample per row of softmax(logits) over the last axis (Gumbel-max)."""
+    gumbel = -torch.log(-torch.log(torch.rand_like(logits) + 1e-9) + 1e-9)
+    return torch.argmax(logits + gumbel, dim=-1)
+
+
 def electra_configs(model, vocabulary_size: int, max_positions: int):
     """(generator, discriminator) `ElectraConfig`s for one of our `ModelConfig`s."""
     common = dict(
@@ -122,8 +128,7 @@ class HfElectraPretraining:
         )
         with torch.no_grad():
             logits = generated.logits[chosen]
-            gumbel = -torch.log(-torch.log(torch.rand_like(logits) + 1e-9) + 1e-9)
-            sampled = torch.argmax(logits + gumbel, dim=-1)
+            sampled = gumbel_max_sample(logits)
         corrupted = token_ids.clone()
         corrupted[chosen] = sampled
         is_replaced = (corrupted != token_ids).long()

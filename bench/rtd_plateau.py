@@ -148,6 +148,7 @@ class Transformers:
 
     def judge(self, batch):
         import torch
+        from hf_peer import gumbel_max_sample
 
         peer = self.peer
         token_ids = torch.from_numpy(np.asarray(batch["token_ids"])).long()
@@ -160,8 +161,7 @@ class Transformers:
             logits = peer.generator(
                 input_ids=masked_ids, attention_mask=mask, token_type_ids=segments
             ).logits
-            gumbel = -torch.log(-torch.log(torch.rand_like(logits) + 1e-9) + 1e-9)
-            sampled = torch.argmax(logits + gumbel, -1)
+            sampled = gumbel_max_sample(logits)
             corrupted = torch.where(chosen, sampled, token_ids)
             scores = peer.discriminator(
                 input_ids=corrupted, attention_mask=mask, token_type_ids=segments
