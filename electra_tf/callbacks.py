@@ -42,6 +42,27 @@ class CheckpointCallback(keras.callbacks.Callback):
         self.manager.save(checkpoint_number=step)
 
 
+class StepTensorBoard(keras.callbacks.TensorBoard):
+    """Keras' `TensorBoard`, with every scalar at the optimizer step.
+
+    Keras logs a Keras epoch's training and held-out metrics at the epoch
+    index and restarts its batch counter at 0 when a run resumes; a
+    pre-training run's epochs are `checkpoint_every` steps long, so its curves
+    would neither line up with each other nor with the learning rate and the
+    health monitor's base rate, and would restart on resume.
+    """
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._global_train_batch = self._step()
+
+    def on_epoch_end(self, epoch, logs=None):
+        self._log_epoch_metrics(self._step(), logs)
+
+
 class TrainingSummaries(keras.callbacks.Callback):
     """Learning rate, examples/s and a replaced-token text summary in TensorBoard.
 

@@ -9,7 +9,11 @@ import os
 import keras
 import tensorflow as tf
 
-from electra_tf.callbacks import CheckpointCallback, TrainingSummaries
+from electra_tf.callbacks import (
+    CheckpointCallback,
+    StepTensorBoard,
+    TrainingSummaries,
+)
 from electra_tf.config import (
     ConfigError,
     ModelConfig,
@@ -33,6 +37,7 @@ from electra_tf.export import export_pretrained
 from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer
 from electra_tf.pretrainer import ElectraPretrainer
 from electra_tf.schedule import WarmupPolynomialDecay
+from electra_tf.training_health import TrainingHealthMonitor
 
 logger = logging.getLogger(__name__)
 
@@ -326,9 +331,10 @@ def run_pretraining(
                 )
             )
         callbacks += [
-            keras.callbacks.TensorBoard(
+            StepTensorBoard(
                 os.path.join(model_dir, "logs"), update_freq=training.checkpoint_every
             ),
+            TrainingHealthMonitor(os.path.join(model_dir, "logs")),
             TrainingSummaries(
                 os.path.join(model_dir, "logs", "extra"),
                 global_batch_size=training.batch_size * accumulation,
