@@ -287,6 +287,27 @@ print("ok")
     assert backbone.vocab_size == 30522
 
 
+def _scalar_steps(directory, tag):
+    steps = set()
+    for path in pathlib.Path(directory).glob("events*"):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            steps |= {event.step for value in event.summary.value if value.tag == tag}
+    return steps
+
+
+def test_tensorboard_curves_and_the_health_base_rate_share_the_step_axis(
+    uninterrupted,
+):
+    # Held-out and training curves, and the health monitor's base-rate
+    # entropy, at the optimizer step of each evaluation (Keras alone would log
+    # the epoch index 0, 1, 2, ...).
+    logs = uninterrupted / "logs"
+    steps = set(range(5, 31, 5))
+    assert _scalar_steps(logs / "validation", "epoch_rtd_auc") == steps
+    assert _scalar_steps(logs / "train", "epoch_rtd_loss") == steps
+    assert _scalar_steps(logs / "base_rate", "epoch_rtd_loss") == steps
+
+
 def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
     import shutil
 
