@@ -167,12 +167,9 @@ class TrainingHealth:
                 f"everywhere, AUC {metrics.get('rtd_auc', float('nan')):.3f}"
                 f"{learning}. Likely cause: the generator's samples became "
                 "plausible (it learned word frequencies) before the discriminator "
-                "learned to use context. Remedies: keep training (the plateau "
-                "ends on its own, after ~3k steps at the tiny preset); a smaller "
-                "generator (generator_hidden_size, generator_layers); shorter "
-                "sequences and more steps; a larger initializer_range for very "
-                "small models (the attention weights escape their small "
-                "initialisation sooner).",
+                "learned to use context. Remedy: keep training; at the tiny "
+                "preset every longer run measured left the plateau after "
+                "3,000-4,000 steps (BENCHMARKS.md, section 12).",
             )
         ]
 
@@ -252,7 +249,9 @@ class TrainingHealthMonitor(keras.callbacks.Callback):
     `health`; the base-rate entropy goes to `log_dir/base_rate`.
     """
 
-    def __init__(self, log_dir: str | None = None, health: TrainingHealth | None = None):
+    def __init__(
+        self, log_dir: str | None = None, health: TrainingHealth | None = None
+    ):
         super().__init__()
         self.health = health or TrainingHealth()
         self.writer = (

@@ -27,7 +27,9 @@ def replay(name, **kwargs):
 
 def test_health_base_rate_loss_is_the_binary_entropy():
     p = 0.14
-    assert base_rate_loss(p) == pytest.approx(-p * math.log(p) - (1 - p) * math.log(1 - p))
+    assert base_rate_loss(p) == pytest.approx(
+        -p * math.log(p) - (1 - p) * math.log(1 - p)
+    )
     # A constant prediction of p scores exactly this cross-entropy.
     labels = np.array([1] * 14 + [0] * 86)
     assert base_rate_loss(p) == pytest.approx(
@@ -97,7 +99,9 @@ def test_health_monitor_logs_findings_and_the_base_rate(tmp_path, caplog):
 
     model = keras.Sequential()
     model.optimizer = type("Optimizer", (), {"iterations": Step()})()
-    monitor = TrainingHealthMonitor(str(tmp_path), TrainingHealth(plateau_evaluations=2))
+    monitor = TrainingHealthMonitor(
+        str(tmp_path), TrainingHealth(plateau_evaluations=2)
+    )
     monitor.set_model(model)
     stuck = {
         "val_rtd_loss": 0.40,
