@@ -40,12 +40,12 @@ def main():
     import torch
     import transformers
 
-    from electra_tf.hf_conversion import load_hf_pretrainer, save_hf_pretrainer
-    from electra_tf.keras_hub_conversion import keras_hub_backbone_from_encoder
-    from electra_tf.text_classifier_preprocessor import (
+    from electra_tf.conversion.hf import load_hf_pretrainer, save_hf_pretrainer
+    from electra_tf.conversion.keras_hub import keras_hub_backbone_from_encoder
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.models.text_classifier_preprocessor import (
         ElectraTextClassifierPreprocessor,
     )
-    from electra_tf.vocabulary import Vocabulary
 
     torch.manual_seed(0)
     vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")

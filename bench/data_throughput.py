@@ -83,14 +83,14 @@ def main():
     import tensorflow as tf
     from tokenizers import BertWordPieceTokenizer
 
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
     from electra_tf.data.tfrecord_writer import (
         _tokenize_function,
         build_pretraining_data,
     )
+    from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.presets import get_preset
-    from electra_tf.pretraining import build_pretrainer
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.pretraining.run import build_pretrainer
 
     vocabulary = Vocabulary.from_file(args.vocab)
     sentences = _sentences(args.corpus)[: args.sentences]

@@ -52,7 +52,7 @@ def parse_args(argv=None):
 
 def copy_batches(pattern, vocabulary, batch_size, length, seed):
     """Yield (input ids, labels) of the doubled-token task, from real text."""
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
 
     rng = np.random.default_rng(seed)
     source = make_pretraining_dataset(pattern, batch_size, 128, training=True)
@@ -129,7 +129,7 @@ def main(argv=None):
     args = parse_args(argv)
     import torch
 
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.data.vocabulary import Vocabulary
 
     torch.set_num_threads(1)
     vocab_path = args.vocab or os.path.join(

@@ -3,7 +3,7 @@
 For each variant (an objective; optionally ELECTRA with other generator sizes
 or a uniform generator) this pre-trains the SAME discriminator-sized model for
 the same number of training FLOPs, counted as the paper counts them
-(`electra_tf/flops.py`): a variant whose step costs more gets fewer steps.
+(`electra_tf/pretraining/flops.py`): a variant whose step costs more gets fewer steps.
 Each run keeps its encoder at several fractions of that budget (`--fractions`),
 then every kept encoder, and a randomly initialised one (0 FLOPs), is
 fine-tuned on rt_polarity (SST-2 layout) with several seeds. Written:
@@ -338,7 +338,7 @@ def variant_configs(base, variant: Variant):
 
 
 def flops_per_sequence(configs) -> float:
-    from electra_tf.flops import pretraining_flops
+    from electra_tf.pretraining.flops import pretraining_flops
 
     return pretraining_flops(configs["model"], configs["pretraining"])
 
@@ -358,7 +358,7 @@ def pretrain_variant(args, variant, configs, plan, data, results, strategy):
 
     from electra_tf.config import TrainingConfig
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.pretraining import run_pretraining
+    from electra_tf.pretraining.run import run_pretraining
 
     total, kept = plan
     record = results.data["variants"].setdefault(variant.name, {})
@@ -425,9 +425,9 @@ def pretrain_variant(args, variant, configs, plan, data, results, strategy):
 
 # === Fine-tuning ===
 def load_task(args):
-    from electra_tf.finetuning import TaskData
-    from electra_tf.glue_data import load_glue_split
-    from electra_tf.glue_tasks import get_task
+    from electra_tf.finetuning.glue_readers import load_glue_split
+    from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.run import TaskData
 
     task = get_task("sst2")  # rt_polarity is in SST-2's layout
     train = load_glue_split(task, "train", args.task_dir)
@@ -443,7 +443,7 @@ def load_task(args):
 
 def finetuning_config(args, hidden_dim):
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.finetuning import recipe_for_width
+    from electra_tf.finetuning.run import recipe_for_width
 
     _, recipe = recipe_for_width(hidden_dim)
     recipe = recipe.override(jit_compile=resolve_jit_compile("auto"))
@@ -454,7 +454,7 @@ def finetune_point(args, key, make_classifier, task, data, config, results, seed
     """Fine-tunes one encoder (or the random baseline) with every seed."""
     import keras
 
-    from electra_tf.finetuning import finetune_seed
+    from electra_tf.finetuning.run import finetune_seed
 
     record = results.data["finetuning"].setdefault(key, {"seeds": {}})
     for seed in seeds:
@@ -475,7 +475,7 @@ def finetune_point(args, key, make_classifier, task, data, config, results, seed
 
 
 def finetune_all(args, variants, base, results, vocabulary, seeds):
-    from electra_tf.finetuning import build_classifier
+    from electra_tf.finetuning.run import build_classifier
 
     task, data = load_task(args)
     config = finetuning_config(args, base["model"].hidden_dim)
@@ -710,10 +710,10 @@ def estimate(args, variants, base, plans, data, seeds):
     import keras
     import tensorflow as tf
 
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
-    from electra_tf.finetuning import build_classifier, make_optimizer
-    from electra_tf.glue_metrics import task_metrics
-    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
+    from electra_tf.finetuning.glue_metrics import task_metrics
+    from electra_tf.finetuning.run import build_classifier, make_optimizer
+    from electra_tf.pretraining.run import build_pretrainer
 
     batches = make_pretraining_dataset(
         data["train"], args.batch_size, base["pretraining"].max_seq_length
@@ -783,9 +783,9 @@ def estimate(args, variants, base, plans, data, seeds):
 # === Main ===
 def prepare_data(args):
     from electra_tf.data.corpus import expand_paths
-    from electra_tf.data.pretraining_dataset import describe_data, read_data_stats
+    from electra_tf.data.input_pipeline import describe_data, read_data_stats
     from electra_tf.data.tfrecord_writer import build_pretraining_data
-    from electra_tf.vocabulary import Vocabulary, learn_vocabulary
+    from electra_tf.data.vocabulary import Vocabulary, learn_vocabulary
 
     pattern = args.data
     if not pattern:

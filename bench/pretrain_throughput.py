@@ -21,7 +21,7 @@ Per round every worker first measures a float32 matmul peak (square matmuls
 of 1024 and 2048, TensorFlow in our workers, PyTorch in the peer's): the
 best single call in GFLOP/s, and GFLOP per CPU-second over all calls. Then
 each runs `--steps` training steps, timed in wall-clock and in process CPU
-seconds. Model FLOPs are those of `electra_tf/flops.py`: the paper's
+seconds. Model FLOPs are those of `electra_tf/pretraining/flops.py`: the paper's
 accounting (generator + discriminator, a backward pass as costly as the
 forward, dense embedding lookups), which the goal is stated in, and the
 FLOPs actually executed (sparse lookups, a backward pass twice the forward).
@@ -212,12 +212,12 @@ def our_worker(args) -> None:
     """`fit` on the real input pipeline; pauses between epochs for the parent."""
     import keras
 
-    from electra_tf.data.pretraining_dataset import (
+    from electra_tf.data.input_pipeline import (
         describe_data,
         make_pretraining_dataset,
     )
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.pretraining.run import build_pretrainer
 
     _, vocabulary, length = describe_data(args.data)
     preset, model, pretraining = _configs(args.preset, vocabulary, length)
@@ -266,7 +266,7 @@ def peer_worker(args) -> None:
     import torch
     from hf_peer import HfElectraPretraining
 
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.data.vocabulary import Vocabulary
 
     one_thread = args.worker == "transformers_1_thread"
     torch.set_num_threads(1 if one_thread else os.cpu_count())
@@ -357,7 +357,7 @@ def _write_batches(args, path, batch_size, count, vocabulary) -> None:
     """The first `count` training batches of our pipeline (same seed), as numpy."""
     import numpy as np
 
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
 
     _, _, length = _describe(args)
     dataset = make_pretraining_dataset(
@@ -369,7 +369,7 @@ def _write_batches(args, path, batch_size, count, vocabulary) -> None:
 
 
 def _describe(args):
-    from electra_tf.data.pretraining_dataset import describe_data
+    from electra_tf.data.input_pipeline import describe_data
 
     return describe_data(args.data)
 
@@ -461,7 +461,10 @@ def main(argv=None):
         return (peer_worker if peer else our_worker)(args)
 
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.flops import executed_pretraining_flops, pretraining_flops
+    from electra_tf.pretraining.flops import (
+        executed_pretraining_flops,
+        pretraining_flops,
+    )
 
     names = [n for n in args.implementations.split(",") if n]
     memory_names = [n for n in args.memory_implementations.split(",") if n]

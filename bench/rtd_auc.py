@@ -82,8 +82,8 @@ def _load_run(run_dir: str, trained: bool):
     import tensorflow as tf
 
     from electra_tf.config import ModelConfig, OptimizerConfig, PretrainingConfig
-    from electra_tf.pretraining import build_pretrainer, restore_weights
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.pretraining.run import build_pretrainer, restore_weights
 
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)
@@ -111,7 +111,7 @@ def _trained_model(run_dir: str):
 
 
 def evaluate(run_dir: str, trained: bool, batches: int, rng) -> dict:
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
 
     model, vocabulary, config = _load_run(run_dir, trained)
     training = config["training"]
@@ -147,7 +147,7 @@ def lookup_table_aucs(run_dir: str, batches: int, held_out_batches: int) -> dict
     model, vocabulary, config = _trained_model(run_dir)
     training = config["training"]
     length = config["pretraining"]["max_seq_length"]
-    from electra_tf.data.pretraining_dataset import make_pretraining_dataset
+    from electra_tf.data.input_pipeline import make_pretraining_dataset
 
     def contexts(pattern, count, is_training):
         dataset = make_pretraining_dataset(

@@ -98,7 +98,7 @@ def configs(args, vocabulary, length, uniform=False):
 
 class Ours:
     def __init__(self, args, vocabulary, length, uniform):
-        from electra_tf.pretraining import build_pretrainer
+        from electra_tf.pretraining.run import build_pretrainer
 
         model, pretraining, optimizer = configs(args, vocabulary, length, uniform)
         self.model = build_pretrainer(
@@ -208,7 +208,7 @@ def main(argv=None):
             torch.set_num_threads(args.threads)
     from run_info import run_info
 
-    from electra_tf.data.pretraining_dataset import (
+    from electra_tf.data.input_pipeline import (
         describe_data,
         make_pretraining_dataset,
     )

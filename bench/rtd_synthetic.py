@@ -45,9 +45,9 @@ def main():
     import keras
     import tensorflow as tf
 
-    from electra_tf.optimizer import ElectraAdam
+    from electra_tf.optimization.optimizer import ElectraAdam
     from electra_tf.presets import get_preset
-    from electra_tf.pretrainer import ElectraPretrainer
+    from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
     vocabulary_size, length = args.vocabulary_size, args.length
     pad, cls, sep, mask = 0, 2, 3, 4  # ids of a made-up vocabulary ([UNK] = 1)

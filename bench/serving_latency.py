@@ -1,7 +1,7 @@
 """Latency of the raw-text classifier SavedModel, next to a transformers pipeline.
 
 Ours: an `ElectraTextClassifier` of `--preset`'s size exported with
-`electra_tf.classifier_export` and loaded back with `tf.saved_model.load`
+`electra_tf.export.classifier` and loaded back with `tf.saved_model.load`
 in a process that imports only `tensorflow` and `tensorflow_text`, as a
 server would (tokenisation, packing, encoder and head in one graph).
 Peer: `transformers.pipeline("text-classification")` over an
@@ -75,8 +75,8 @@ def read_sentences(path: str) -> list[str]:
 
 
 def _model_config(preset_name: str):
+    from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.presets import get_preset
-    from electra_tf.vocabulary import Vocabulary
 
     vocabulary = Vocabulary.from_file(ASSETS / "vocab.txt")
     model = get_preset(preset_name).model.override(vocabulary_size=vocabulary.size)
@@ -85,9 +85,9 @@ def _model_config(preset_name: str):
 
 def export_ours(preset_name: str, max_seq_length: int, export_dir: str) -> None:
     """A randomly initialised `small` classifier as a raw-text SavedModel."""
-    from electra_tf.classifier_export import export_text_classifier
-    from electra_tf.finetuning import FinetuningConfig, build_classifier
-    from electra_tf.glue_tasks import get_task
+    from electra_tf.export.classifier import export_text_classifier
+    from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.run import FinetuningConfig, build_classifier
 
     model, vocabulary = _model_config(preset_name)
     task = get_task("sst2")

@@ -75,13 +75,13 @@ def main():
     import tensorflow as tf
     from run_info import run_info
 
-    from electra_tf.data.pretraining_dataset import (
+    from electra_tf.data.input_pipeline import (
         describe_data,
         make_pretraining_dataset,
     )
     from electra_tf.distribution import set_precision
     from electra_tf.presets import get_preset
-    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.pretraining.run import build_pretrainer
 
     data_dir, vocabulary, length = describe_data(args.data)
     preset = get_preset(args.preset)

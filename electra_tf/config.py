@@ -15,8 +15,10 @@ import dataclasses
 import json
 from typing import Any, Self
 
+from electra_tf.errors import ElectraError
 
-class ConfigError(ValueError):
+
+class ConfigError(ElectraError, ValueError):
     """A configuration value is unknown, of the wrong type or out of range."""
 
 
@@ -156,7 +158,8 @@ DEFAULT_DISC_WEIGHTS = {
     "replace_mlm": 1.0,
     "all_tokens_mlm": 1.0,
 }
-# The keys of `electra_tf.sampling.SAMPLERS` (not imported: no TensorFlow here).
+# The keys of `electra_tf.pretraining.sampling.SAMPLERS` (not imported: no
+# TensorFlow here).
 SAMPLERS = ("gumbel_max", "inverse_cdf")
 
 

@@ -1,13 +1,29 @@
-"""The error every checkpoint conversion raises when weights do not fit."""
+"""`ElectraError`, the base of every error a user can cause, and `ConversionError`.
+
+Each module raises its own subclass (`ConfigError`, `VocabularyError`,
+`DataError`, ...), named after what went wrong; a command line catches
+`ElectraError` once and prints its message in one line, without a traceback.
+Errors that are bugs (anything else) keep their traceback.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 
-class ConversionError(ValueError):
-    """Weights do not fit: every mismatched, missing or unexpected tensor is listed.
+class ElectraError(Exception):
+    """Something the user can fix: a flag, a file, a checkpoint, a corpus."""
 
+    def one_line(self) -> str:
+        """The message on one line, for a command line's `error: ...`."""
+        return str(self)
+
+
+class ConversionError(ElectraError, ValueError):
+    """The error every checkpoint conversion raises when weights do not fit.
+
+
+    Weights do not fit: every mismatched, missing or unexpected tensor is listed.
     `str(error)` is the message followed by one problem per line;
     `error.problems` holds the same lines and `error.one_line()` joins them
     for a command line's one-line error.

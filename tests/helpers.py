@@ -1,4 +1,4 @@
-"""Shared test set-up: quiet TensorFlow, tiny models."""
+"""Shared test helpers: tiny batches and models, the special-token ids, TF1 names."""
 
 import os
 
@@ -8,7 +8,6 @@ import pathlib  # noqa: E402
 import re  # noqa: E402
 
 import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 
 # Ids of the special tokens in every tiny test vocabulary (BERT's are 0, 100-103).
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
@@ -44,18 +43,8 @@ def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULAR
     }
 
 
-@pytest.fixture(scope="session")
-def tiny_configs():
-    from electra_tf.presets import get_preset
-
-    preset = get_preset("tiny")
-    model = preset.model.override(vocabulary_size=TINY_VOCABULARY_SIZE)
-    pretraining = preset.pretraining.override(max_seq_length=32)
-    return model, pretraining
-
-
 def make_pretrainer(model_config, pretraining_config):
-    from electra_tf.pretrainer import ElectraPretrainer
+    from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
     return ElectraPretrainer(model_config, pretraining_config, **SPECIAL_TOKEN_IDS)
 
@@ -117,18 +106,3 @@ def write_tf1_checkpoint(tensors, prefix, step):
             return tf.compat.v1.train.Saver().save(
                 session, str(prefix), global_step=step
             )
-
-
-@pytest.fixture(scope="session")
-def tf1_checkpoint(tmp_path_factory):
-    """The HF fixture's pair as an original TF1 pre-training checkpoint."""
-    import safetensors.numpy
-
-    tensors = {}
-    for tower in ("discriminator", "generator"):
-        weights = safetensors.numpy.load_file(HF_FIXTURE / tower / "model.safetensors")
-        for hf_name, value in weights.items():
-            name, transpose = tf1_name(hf_name, tower)
-            tensors.setdefault(name, value.T if transpose else value)
-    directory = tmp_path_factory.mktemp("tf1")
-    return write_tf1_checkpoint(tensors, directory / "model.ckpt", TF1_STEP)

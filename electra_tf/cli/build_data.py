@@ -27,8 +27,7 @@ import pathlib
 import sys
 import tempfile
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # runs from a checkout without installing
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
@@ -191,13 +190,13 @@ def main(argv=None) -> int:
     import tensorflow as tf
 
     from electra_tf.data.corpus import CorpusError
-    from electra_tf.data.pretraining_dataset import DataError
+    from electra_tf.data.input_pipeline import DataError
     from electra_tf.data.tfrecord_writer import (
         BuildError,
         build_pretraining_data,
         check_output_dir,
     )
-    from electra_tf.vocabulary import (
+    from electra_tf.data.vocabulary import (
         BUNDLED_VOCABULARY,
         Vocabulary,
         VocabularyError,

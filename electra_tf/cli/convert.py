@@ -26,8 +26,7 @@ import os
 import pathlib
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # runs from a checkout without installing
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -123,8 +122,8 @@ def main(argv=None) -> int:
 
     # Imported here so that --help answers without loading TensorFlow.
     from electra_tf.config import ConfigError
-    from electra_tf.conversion_error import ConversionError
-    from electra_tf.vocabulary import VocabularyError
+    from electra_tf.data.vocabulary import VocabularyError
+    from electra_tf.errors import ConversionError
 
     try:
         return _run(args)
@@ -150,7 +149,7 @@ def _check_output(args):
 
 def _vocabulary(args, found):
     """(tokens or None, lowercase) from --vocab or what the source had."""
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.data.vocabulary import Vocabulary
 
     if args.vocab:
         return Vocabulary.from_file(args.vocab).tokens, not args.no_lowercase
@@ -184,10 +183,10 @@ def _run(args) -> int:
 
 
 def _hf_to_electra(args):
-    from electra_tf import hf_conversion
-    from electra_tf.export import export_encoder
-    from electra_tf.original_layout import pretrainer_from_tensors
-    from electra_tf.pretraining_checkpoint import (
+    from electra_tf.conversion import hf as hf_conversion
+    from electra_tf.conversion.original_layout import pretrainer_from_tensors
+    from electra_tf.export.pretrained import export_encoder
+    from electra_tf.pretraining.checkpoint import (
         run_flags,
         write_pretraining_checkpoint,
     )
@@ -222,17 +221,17 @@ def _hf_to_electra(args):
 
 
 def _tf1_to_electra(args):
-    from electra_tf.export import export_encoder
-    from electra_tf.original_layout import has_generator
-    from electra_tf.presets import get_preset
-    from electra_tf.pretraining_checkpoint import (
-        run_flags,
-        write_pretraining_checkpoint,
-    )
-    from electra_tf.tf1_conversion import (
+    from electra_tf.conversion.original_layout import has_generator
+    from electra_tf.conversion.tf1 import (
         load_tf1_discriminator,
         load_tf1_pretrainer,
         read_tf1_checkpoint,
+    )
+    from electra_tf.export.pretrained import export_encoder
+    from electra_tf.presets import get_preset
+    from electra_tf.pretraining.checkpoint import (
+        run_flags,
+        write_pretraining_checkpoint,
     )
 
     tokens, lowercase = _vocabulary(args, (None, True))
@@ -275,8 +274,8 @@ def _tf1_to_electra(args):
 def _keras_hub_to_electra(args):
     import keras_hub
 
-    from electra_tf.export import export_encoder
-    from electra_tf.keras_hub_conversion import load_keras_hub_preset
+    from electra_tf.conversion.keras_hub import load_keras_hub_preset
+    from electra_tf.export.pretrained import export_encoder
 
     encoder = load_keras_hub_preset(args.preset)
     tokenizer = keras_hub.models.ElectraTokenizer.from_preset(args.preset)
@@ -291,8 +290,8 @@ def _keras_hub_to_electra(args):
 
 
 def _electra_to_hf(args):
-    from electra_tf.hf_conversion import save_hf_pretrainer
-    from electra_tf.pretraining_checkpoint import load_pretraining_checkpoint
+    from electra_tf.conversion.hf import save_hf_pretrainer
+    from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
 
     loaded = load_pretraining_checkpoint(args.checkpoint, args.config)
     tokens = loaded.vocabulary.tokens if loaded.vocabulary else None
@@ -302,8 +301,8 @@ def _electra_to_hf(args):
 
 
 def _electra_to_keras_hub(args):
-    from electra_tf.keras_hub_conversion import save_keras_hub_preset
-    from electra_tf.pretraining_checkpoint import load_pretraining_checkpoint
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
 
     loaded = load_pretraining_checkpoint(args.checkpoint, args.config)
     if loaded.vocabulary is None:

@@ -22,14 +22,13 @@ import os
 import pathlib
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # runs from a checkout without installing
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEMO_DATA = REPO / "electra_tf" / "assets" / "tasks" / "rt_polarity"
+DEMO_DATA = PACKAGE / "assets" / "tasks" / "rt_polarity"
 DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
-DEFAULT_VOCAB = REPO / "electra_tf" / "assets" / "vocab.txt"
+DEFAULT_VOCAB = PACKAGE / "assets" / "vocab.txt"
 
 
 def parse_args(argv=None):
@@ -109,11 +108,11 @@ def main(argv=None) -> int:
 
     # Imported here so that --help answers without loading TensorFlow.
     from electra_tf.config import ConfigError
+    from electra_tf.data.vocabulary import VocabularyError
     from electra_tf.distribution import DistributionError
-    from electra_tf.glue_data import GlueDataError
-    from electra_tf.glue_tasks import UnknownTaskError
-    from electra_tf.text_classifier import PretrainedModelError
-    from electra_tf.vocabulary import VocabularyError
+    from electra_tf.finetuning.glue_readers import GlueDataError
+    from electra_tf.finetuning.glue_tasks import UnknownTaskError
+    from electra_tf.models.text_classifier import PretrainedModelError
 
     try:
         return _run(args)
@@ -145,17 +144,17 @@ def _seeds(text: str) -> list[int]:
 
 def _run(args) -> int:
     from electra_tf.config import ConfigError
+    from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.finetuning import (
+    from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.run import (
         RECIPES,
         build_classifier,
         load_task_data,
         recipe_for_width,
         run_finetuning,
     )
-    from electra_tf.glue_tasks import get_task
     from electra_tf.presets import get_preset
-    from electra_tf.vocabulary import Vocabulary
 
     task = get_task(args.task)
     seeds = _seeds(args.seeds)

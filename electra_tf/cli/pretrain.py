@@ -18,12 +18,11 @@ import os
 import pathlib
 import sys
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))  # runs from a checkout without installing
+PACKAGE = pathlib.Path(__file__).resolve().parents[1]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-ASSETS = REPO / "electra_tf" / "assets"
+ASSETS = PACKAGE / "assets"
 DEMO_STEPS = 2000
 
 
@@ -149,13 +148,13 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
 
     # Imported here so that --help answers without loading TensorFlow.
-    from electra_tf.callbacks import NonFiniteLossError
     from electra_tf.config import ConfigError
     from electra_tf.data.corpus import CorpusError
-    from electra_tf.data.pretraining_dataset import DataError
+    from electra_tf.data.input_pipeline import DataError
     from electra_tf.data.tfrecord_writer import BuildError
+    from electra_tf.data.vocabulary import VocabularyError
     from electra_tf.distribution import DistributionError
-    from electra_tf.vocabulary import VocabularyError
+    from electra_tf.pretraining.callbacks import NonFiniteLossError
 
     try:
         return _run(args)
@@ -182,16 +181,16 @@ def _run(args) -> int:
 
     from electra_tf.config import ConfigError, TrainingConfig, apply_hparams
     from electra_tf.data.corpus import expand_paths
-    from electra_tf.data.pretraining_dataset import list_files, read_data_stats
+    from electra_tf.data.input_pipeline import list_files, read_data_stats
     from electra_tf.data.tfrecord_writer import build_pretraining_data
+    from electra_tf.data.vocabulary import Vocabulary, learn_vocabulary
     from electra_tf.distribution import (
         check_global_batch,
         make_strategy,
         resolve_jit_compile,
     )
     from electra_tf.presets import get_preset
-    from electra_tf.pretraining import run_pretraining
-    from electra_tf.vocabulary import Vocabulary, learn_vocabulary
+    from electra_tf.pretraining.run import run_pretraining
 
     if args.strategy == "multi_worker" and not args.data:
         raise ConfigError(

@@ -6,7 +6,7 @@ A Hugging Face ELECTRA directory holds one tower: `ElectraForPreTraining`
 so neither torch nor transformers is needed, and pickle
 (`pytorch_model.bin`) is refused.
 
-Names go through the original TF1 layout (`electra_tf.original_layout`):
+Names go through the original TF1 layout (`electra_tf.conversion.original_layout`):
 `electra.encoder.layer.3.attention.self.query.weight` is
 `electra/encoder/layer_3/attention/self/query/kernel`, transposed (torch
 Linear weights are [out, in]); `discriminator_predictions.dense_prediction`
@@ -38,11 +38,7 @@ import numpy as np
 import safetensors.numpy
 
 from electra_tf.config import ModelConfig, PretrainingConfig
-from electra_tf.conversion_error import ConversionError
-from electra_tf.discriminator import ElectraDiscriminator
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.generator import ElectraGenerator
-from electra_tf.original_layout import (
+from electra_tf.conversion.original_layout import (
     DISCRIMINATOR_SCOPE,
     GENERATOR_SCOPE,
     assign_tensors,
@@ -51,7 +47,11 @@ from electra_tf.original_layout import (
     read_tensors,
     tower_variables,
 )
-from electra_tf.pretrainer import ElectraPretrainer
+from electra_tf.errors import ConversionError
+from electra_tf.models.discriminator import ElectraDiscriminator
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.generator import ElectraGenerator
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 logger = logging.getLogger(__name__)
 

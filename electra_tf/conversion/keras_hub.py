@@ -21,8 +21,8 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.conversion_error import ConversionError
-from electra_tf.encoder import ElectraEncoder
+from electra_tf.errors import ConversionError
+from electra_tf.models.encoder import ElectraEncoder
 
 __all__ = [
     "ConversionError",

@@ -34,7 +34,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from electra_tf.config import ModelConfig, PretrainingConfig
-from electra_tf.conversion_error import ConversionError
+from electra_tf.errors import ConversionError
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 DISCRIMINATOR_SCOPE = "electra"
 GENERATOR_SCOPE = "generator"
@@ -317,9 +318,6 @@ def pretrainer_from_tensors(
     position table; `special_token_ids` (`pad_token_id`, ...) go to
     `ElectraPretrainer`. Raises `ConversionError` tensor by tensor.
     """
-    # Imported here: the pretrainer's modules need nothing from this one.
-    from electra_tf.pretrainer import ElectraPretrainer
-
     if pretraining_config is None:
         pretraining_config = PretrainingConfig(
             max_seq_length=min(128, model_config.max_sequence_length)

@@ -6,7 +6,7 @@ A pre-training checkpoint of the original (and the released `electra_small`,
 unless trained with `untied_generator_embeddings`), the heads under
 `discriminator_predictions/` and `generator_predictions/`, Adam's
 `<name>/adam_m` and `<name>/adam_v`, and `global_step`. Those names are our
-conversion layout already (`electra_tf.original_layout`), so conversion is
+conversion layout already (`electra_tf.conversion.original_layout`), so conversion is
 reading them with `tf.train.load_checkpoint` (no TF1 code, no graph) and
 checking them against our models tensor by tensor.
 
@@ -27,10 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ModelConfig, PretrainingConfig
-from electra_tf.conversion_error import ConversionError
-from electra_tf.discriminator import ElectraDiscriminator
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.original_layout import (
+from electra_tf.conversion.original_layout import (
     DISCRIMINATOR_SCOPE,
     GENERATOR_SCOPE,
     assign_tensors,
@@ -39,6 +36,9 @@ from electra_tf.original_layout import (
     pretrainer_from_tensors,
     tower_variables,
 )
+from electra_tf.errors import ConversionError
+from electra_tf.models.discriminator import ElectraDiscriminator
+from electra_tf.models.encoder import ElectraEncoder
 
 _MODEL_SCOPES = (
     f"{DISCRIMINATOR_SCOPE}/",

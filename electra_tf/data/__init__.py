@@ -8,5 +8,5 @@ Modules, in the order the data flows:
 * `tfrecord_writer`: `build_pretraining_data`: text -> sharded TFRecords + stats.
 * `pretraining_dataset`: `make_pretraining_dataset`, the training input pipeline.
 
-Vocabularies and tokenizers are in `electra_tf.vocabulary`.
+Vocabularies and tokenizers are in `electra_tf.data.vocabulary`.
 """

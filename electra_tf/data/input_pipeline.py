@@ -3,7 +3,7 @@
 >>> import shutil, tempfile
 >>> from electra_tf.data.corpus import DEMO_CORPUS
 >>> from electra_tf.data.tfrecord_writer import build_pretraining_data
->>> from electra_tf.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+>>> from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
 >>> data_dir = tempfile.mkdtemp()
 >>> _ = build_pretraining_data(
 ...     [os.path.join(DEMO_CORPUS, "pydoc.txt.gz")],
@@ -41,6 +41,8 @@ import os
 import tensorflow as tf
 
 from electra_tf.data.tfrecord_format import FEATURE_NAMES, STATS_FILE, VOCABULARY_FILE
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.errors import ElectraError
 
 # Feature names in the files (the original builder's) -> model input names
 # (keras-hub's).
@@ -56,7 +58,7 @@ _MAX_CYCLE_LENGTH = 16
 logger = logging.getLogger(__name__)
 
 
-class DataError(ValueError):
+class DataError(ElectraError, ValueError):
     """TFRecords are missing, unreadable, or do not match the run."""
 
 
@@ -221,14 +223,12 @@ def describe_data(file_pattern: str):
 
     Returns:
         `(data_dir, vocabulary, max_seq_length)`: the shards' directory, their
-        `electra_tf.vocabulary.Vocabulary` and their sequence length.
+        `electra_tf.data.vocabulary.Vocabulary` and their sequence length.
 
     Raises:
         DataError: no file matches, `stats.json` is missing or incomplete, or
             `vocab.txt` is not the vocabulary the shards were built with.
     """
-    from electra_tf.vocabulary import Vocabulary
-
     data_dir = os.path.dirname(list_files(file_pattern)[0])
     stats = read_data_stats(data_dir)
     if stats is None or "max_seq_length" not in stats:

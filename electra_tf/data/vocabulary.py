@@ -22,19 +22,24 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
+from electra_tf.errors import ElectraError
+
 # The tokens ELECTRA needs, in the order a learned vocabulary puts them (so [PAD] = 0,
 # which the models and the TFRecord padding assume for a learned vocabulary).
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 # BERT-base uncased (Apache-2.0), as the released ELECTRA models use; see
 # electra_tf/assets/README.md.
-BUNDLED_VOCABULARY = os.path.join(os.path.dirname(__file__), "assets", "vocab.txt")
+BUNDLED_VOCABULARY = os.path.join(
+    os.path.dirname(os.path.dirname(__file__)), "assets", "vocab.txt"
+)
 
 # Sentences per batch fed to keras-hub's vocabulary learner.
 _LEARN_BATCH = 1024
 
 
-class VocabularyError(ValueError):
+class VocabularyError(ElectraError, ValueError):
     """A vocabulary file is missing, unreadable, malformed or lacks special tokens."""
 
 
@@ -222,8 +227,6 @@ def learn_vocabulary(
         CorpusError: the corpus is missing, unreadable or holds no text.
     """
     import keras_hub
-
-    from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 
     if vocabulary_size <= len(SPECIAL_TOKENS):
         raise VocabularyError(

@@ -8,10 +8,10 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from electra_tf.generator import standalone_generator
-from electra_tf.hub_export import export_tf_hub
-from electra_tf.keras_hub_conversion import save_keras_hub_preset
-from electra_tf.tower import ENCODER_INPUTS
+from electra_tf.conversion.keras_hub import save_keras_hub_preset
+from electra_tf.export.tf_hub import export_tf_hub
+from electra_tf.models.generator import standalone_generator
+from electra_tf.models.tower import ENCODER_INPUTS
 
 
 class DiscriminatorServing(tf.Module):
@@ -97,7 +97,7 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
     * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`);
     * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
       its text preprocessing as TF-Hub style SavedModels (see
-      `electra_tf.hub_export`).
+      `electra_tf.export.tf_hub`).
     Returns the paths by name.
     """
     tf.io.gfile.makedirs(export_dir)

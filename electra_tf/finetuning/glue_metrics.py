@@ -32,7 +32,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from electra_tf.glue_tasks import GlueTask
+from electra_tf.finetuning.glue_tasks import GlueTask
 
 
 def _class_ids(y_pred) -> tf.Tensor:

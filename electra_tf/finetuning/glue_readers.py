@@ -24,10 +24,11 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.glue_tasks import GlueTask
+from electra_tf.errors import ElectraError
+from electra_tf.finetuning.glue_tasks import GlueTask
 
 
-class GlueDataError(ValueError):
+class GlueDataError(ElectraError, ValueError):
     """GLUE data is missing, malformed or does not fit its task."""
 
 
@@ -212,7 +213,7 @@ def load_tfds_split(
 
     tfds downloads and prepares the data on first use (into `data_dir`, or
     its default `~/tensorflow_datasets`). Its label ids are ours (see
-    `electra_tf.glue_tasks`); test splits carry -1 and are returned
+    `electra_tf.finetuning.glue_tasks`); test splits carry -1 and are returned
     unlabelled; STS-B scores are divided by `task.label_scale` as in
     `read_glue_tsv`.
     """

@@ -23,8 +23,10 @@ from __future__ import annotations
 
 import dataclasses
 
+from electra_tf.errors import ElectraError
 
-class UnknownTaskError(ValueError):
+
+class UnknownTaskError(ElectraError, ValueError):
     """A task name that is not one of GLUE's."""
 
 
@@ -51,7 +53,7 @@ class GlueTask:
     # targets are in [0, 1]); predictions are multiplied back for submissions
     # and serving. (Pearson and Spearman do not change with the scale.)
     label_scale: float = 1.0
-    # Metrics reported on dev (names from `electra_tf.glue_metrics`); the
+    # Metrics reported on dev (names from `electra_tf.finetuning.glue_metrics`); the
     # task's score is their mean, as on the GLUE leaderboard.
     metrics: tuple[str, ...] = ("accuracy",)
     # Fine-tuning epochs of ELECTRA's recipe.

@@ -11,7 +11,7 @@ each seed's best epoch, and writes to `output_dir`:
 * `submission/<Task>.tsv`: GLUE-server predictions of the test splits (MNLI:
   `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set);
 * `saved_model/`: the classifier as a raw-text SavedModel
-  (`electra_tf.classifier_export`) and `classifier.keras`.
+  (`electra_tf.export.classifier`) and `classifier.keras`.
 Predictions and exports come from the seed with the best dev score.
 """
 
@@ -29,23 +29,25 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.classifier_export import export_text_classifier
 from electra_tf.config import ConfigError, ModelConfig, _Config
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.glue_data import (
+from electra_tf.export.classifier import export_text_classifier
+from electra_tf.finetuning.glue_metrics import task_metrics, task_score
+from electra_tf.finetuning.glue_readers import (
     GlueDataError,
     GlueExamples,
     glue_split_path,
     load_glue_split,
     write_submission,
 )
-from electra_tf.glue_metrics import task_metrics, task_score
-from electra_tf.glue_tasks import GlueTask, tasks_predicted_by
-from electra_tf.layerwise_decay import layerwise_learning_rate_multipliers
-from electra_tf.optimizer import ElectraAdam
-from electra_tf.schedule import WarmupPolynomialDecay
-from electra_tf.text_classifier import ElectraTextClassifier
-from electra_tf.text_classifier_preprocessor import ElectraTextClassifierPreprocessor
+from electra_tf.finetuning.glue_tasks import GlueTask, tasks_predicted_by
+from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
+from electra_tf.optimization.optimizer import ElectraAdam
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class FinetuningConfig(_Config):
     # 1.0 turns it off.
     layerwise_decay: float = 0.8
     # The intended layer-wise decay (top encoder layer decay**1) instead of the
-    # original's (decay**2); see `electra_tf.layerwise_decay`.
+    # original's (decay**2); see `electra_tf.finetuning.layerwise_decay`.
     corrected_layerwise_decay: bool = False
     # Fraction of all training steps spent in linear warm-up.
     warmup_fraction: float = 0.1

@@ -6,9 +6,9 @@ import keras
 import tensorflow as tf
 from keras import ops
 
-from electra_tf.encoder import truncated_normal
-from electra_tf.generator import masked_lm_head
-from electra_tf.tower import ElectraTower, encoder_inputs
+from electra_tf.models.encoder import truncated_normal
+from electra_tf.models.generator import masked_lm_head
+from electra_tf.models.tower import ElectraTower, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import keras
 
-from electra_tf.encoder import truncated_normal
-from electra_tf.tower import ElectraTower, encoder_inputs
+from electra_tf.models.encoder import truncated_normal
+from electra_tf.models.tower import ElectraTower, encoder_inputs
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

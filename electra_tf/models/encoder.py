@@ -6,8 +6,8 @@ import keras
 import keras_hub
 from keras_hub.layers import PositionEmbedding
 
-from electra_tf.hashed_dropout import HashedDropout
-from electra_tf.transformer_layer import ElectraTransformerLayer
+from electra_tf.models.hashed_dropout import HashedDropout
+from electra_tf.models.transformer_layer import ElectraTransformerLayer
 
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:

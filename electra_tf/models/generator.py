@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 from keras_hub.layers import MaskedLMHead
 
-from electra_tf.encoder import ElectraEncoder, truncated_normal
-from electra_tf.tower import ENCODER_INPUTS, ElectraTower, encoder_inputs
+from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.tower import ENCODER_INPUTS, ElectraTower, encoder_inputs
 
 
 def masked_lm_head(encoder) -> MaskedLMHead:

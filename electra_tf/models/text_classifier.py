@@ -7,11 +7,15 @@ import os
 import keras
 import keras_hub
 
-from electra_tf.encoder import ElectraEncoder, truncated_normal
-from electra_tf.text_classifier_preprocessor import ElectraTextClassifierPreprocessor
+from electra_tf.conversion.keras_hub import encoder_from_keras_hub
+from electra_tf.errors import ElectraError
+from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
 
 
-class PretrainedModelError(ValueError):
+class PretrainedModelError(ElectraError, ValueError):
     """A pre-trained model cannot be loaded or does not fit its tokenizer."""
 
 
@@ -139,7 +143,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         pre-training export `<model_dir>/export/discriminator/` is one) or the
         name of a keras-hub ELECTRA preset (downloaded, so it needs network
         access). Its `ElectraBackbone` is converted to an `ElectraEncoder`
-        (exact GELU, no tanh pooler; see `electra_tf.keras_hub_conversion`) and
+        (exact GELU, no tanh pooler; see `electra_tf.conversion.keras_hub`) and
         its `ElectraTokenizer` becomes the preprocessor's.
 
         Args:
@@ -155,9 +159,6 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        # Imported here: the conversion module imports the encoder, not us.
-        from electra_tf.keras_hub_conversion import encoder_from_keras_hub
-
         preset = os.fspath(preset)
         # keras-hub resolves names and kaggle:// or hf:// handles itself; a
         # local path gets a clearer message than keras-hub's when it is wrong.

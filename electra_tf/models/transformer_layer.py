@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 from keras_hub.layers import TransformerEncoder
 
-from electra_tf.hashed_dropout import use_hashed_dropout
+from electra_tf.models.hashed_dropout import use_hashed_dropout
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")

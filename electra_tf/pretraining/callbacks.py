@@ -9,8 +9,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.errors import ElectraError
 
-class NonFiniteLossError(RuntimeError):
+
+class NonFiniteLossError(ElectraError, RuntimeError):
     """The training loss became NaN or infinite; the last checkpoint is kept."""
 
 

@@ -20,12 +20,12 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, PretrainingConfig
-from electra_tf.conversion_error import ConversionError
-from electra_tf.export import export_pretrained
+from electra_tf.data.vocabulary import Vocabulary, VocabularyError
+from electra_tf.errors import ConversionError
+from electra_tf.export.pretrained import export_pretrained
 from electra_tf.presets import PRESETS
-from electra_tf.pretrainer import ElectraPretrainer
-from electra_tf.pretraining import checkpoint_step, restore_weights
-from electra_tf.vocabulary import Vocabulary, VocabularyError
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.run import checkpoint_step, restore_weights
 
 
 def run_flags(model_config: ModelConfig) -> str:

@@ -64,12 +64,20 @@ class _Tower:
             + (_SOFTMAX + _DROPOUT + 1) * s * self.heads  # softmax, dropout, scale
             + 2 * h * s  # attention-weighted values
             + 2 * h * h  # attention output projection
-            + h + _DROPOUT * h + h  # its bias, dropout, residual
+            + h
+            + _DROPOUT * h
+            + h  # its bias, dropout, residual
             # The paper's script counts this LayerNorm once per token, not per
             # element; kept so its totals are reproduced exactly.
             + _LAYER_NORM
-            + 2 * h * i + _GELU * i + i  # intermediate dense, GELU, bias
-            + 2 * h * i + h + _DROPOUT * h + h + _LAYER_NORM * h  # output
+            + 2 * h * i
+            + _GELU * i
+            + i  # intermediate dense, GELU, bias
+            + 2 * h * i
+            + h
+            + _DROPOUT * h
+            + h
+            + _LAYER_NORM * h  # output
         )
         return per_token * s
 
@@ -92,9 +100,11 @@ class _Tower:
         e, h, v = self.embedding, self.hidden, self.vocabulary
         per_token = (
             2 * e * v  # logits against the tied embedding matrix
-            + 2 * h * e + e  # dense to E and its bias
+            + 2 * h * e
+            + e  # dense to E and its bias
             + (_GELU + _LAYER_NORM) * e
-            + _SOFTMAX * v + 2 * v  # softmax and picking the target
+            + _SOFTMAX * v
+            + 2 * v  # softmax and picking the target
         )
         return output_fraction * per_token * self.length
 

@@ -6,17 +6,17 @@ import keras
 import tensorflow as tf
 
 from electra_tf import random_streams
-from electra_tf.all_tokens_mlm import (
+from electra_tf.config import RTD_OBJECTIVES, ModelConfig, PretrainingConfig
+from electra_tf.models.all_tokens_mlm import (
     ElectraAllTokensMLM,
     copy_mixture_log_likelihood,
     copy_mixture_prediction,
 )
-from electra_tf.config import RTD_OBJECTIVES, ModelConfig, PretrainingConfig
-from electra_tf.discriminator import ElectraDiscriminator
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.generator import ElectraGenerator
-from electra_tf.masking import mask_tokens
-from electra_tf.sampling import replace_tokens, sample
+from electra_tf.models.discriminator import ElectraDiscriminator
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.generator import ElectraGenerator
+from electra_tf.pretraining.masking import mask_tokens
+from electra_tf.pretraining.sampling import replace_tokens, sample
 
 # Steps of evaluation batches are keyed by this constant instead of the
 # optimizer step, so an evaluation sees the same masks whenever it runs.

@@ -9,7 +9,6 @@ import os
 import keras
 import tensorflow as tf
 
-from electra_tf.callbacks import CheckpointCallback, TrainingSummaries
 from electra_tf.config import (
     ConfigError,
     ModelConfig,
@@ -17,22 +16,23 @@ from electra_tf.config import (
     PretrainingConfig,
     TrainingConfig,
 )
-from electra_tf.data.pretraining_dataset import (
+from electra_tf.data.input_pipeline import (
     data_check_failure,
     explain_data_loss,
     make_pretraining_dataset,
 )
-from electra_tf.distributed_loop import DistributedLoop
 from electra_tf.distribution import (
     check_global_batch,
     is_chief,
     set_precision,
     worker_temp_dir,
 )
-from electra_tf.export import export_pretrained
-from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer
-from electra_tf.pretrainer import ElectraPretrainer
-from electra_tf.schedule import WarmupPolynomialDecay
+from electra_tf.export.pretrained import export_pretrained
+from electra_tf.optimization.optimizer import ElectraAdam, ElectraLossScaleOptimizer
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from electra_tf.pretraining.callbacks import CheckpointCallback, TrainingSummaries
+from electra_tf.pretraining.distributed_loop import DistributedLoop
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from electra_tf import random_streams
-from electra_tf.masking import MaskedBatch, scatter_to_sequence
+from electra_tf.pretraining.masking import MaskedBatch, scatter_to_sequence
 
 # Subtracted from the original token's logit under `disallow_correct`.
 _DISALLOW_PENALTY = 1000.0
@@ -108,9 +108,7 @@ def inverse_cdf_sample(
     )
     in_block = tf.gather(blocks, block, batch_dims=2)  # [B, N, _BLOCK]
     offset = tf.reduce_sum(
-        tf.cast(
-            tf.cumsum(in_block, axis=-1) <= (target - before)[..., None], tf.int32
-        ),
+        tf.cast(tf.cumsum(in_block, axis=-1) <= (target - before)[..., None], tf.int32),
         axis=-1,
     )
     # The block's own sum may round below the remainder: fall back on its

@@ -7,9 +7,10 @@ import types
 
 import numpy as np
 import pytest
-from conftest import CLS, MASK, PAD, SEP, random_batch
 
-BENCH = pathlib.Path(__file__).parents[1] / "bench"
+from tests.helpers import CLS, MASK, PAD, SEP, random_batch
+
+BENCH = pathlib.Path(__file__).parents[2] / "bench"
 
 
 @pytest.mark.parametrize(
@@ -50,7 +51,7 @@ def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
     import torch
 
     from electra_tf import random_streams
-    from electra_tf.masking import mask_tokens
+    from electra_tf.pretraining.masking import mask_tokens
 
     sys.path.insert(0, str(BENCH))
     from hf_peer import HfElectraPretraining

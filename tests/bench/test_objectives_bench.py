@@ -14,7 +14,7 @@ import sys
 import pytest
 import tensorflow as tf
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 ASSETS = REPO / "electra_tf" / "assets"
 
 
@@ -106,8 +106,8 @@ class _FakeTraining:
 
 
 def test_plans_records_reports_and_resumes_after_a_kill(tmp_path, monkeypatch, capsys):
-    import electra_tf.finetuning
-    import electra_tf.pretraining
+    import electra_tf.finetuning.run
+    import electra_tf.pretraining.run
 
     bench = _bench()
     args = _args(
@@ -118,8 +118,10 @@ def test_plans_records_reports_and_resumes_after_a_kill(tmp_path, monkeypatch, c
     # Killed during the 6th fine-tuning run: after the baseline (2 seeds),
     # ELECTRA's two kept encoders (4) are done, MLM's are not yet.
     fake = _FakeTraining(kill_at_finetune=6)
-    monkeypatch.setattr(electra_tf.pretraining, "run_pretraining", fake.run_pretraining)
-    monkeypatch.setattr(electra_tf.finetuning, "finetune_seed", fake.finetune_seed)
+    monkeypatch.setattr(
+        electra_tf.pretraining.run, "run_pretraining", fake.run_pretraining
+    )
+    monkeypatch.setattr(electra_tf.finetuning.run, "finetune_seed", fake.finetune_seed)
     with pytest.raises(_Killed):
         bench.main(args)
     results = json.loads((tmp_path / "runs" / "results.json").read_text())
@@ -140,8 +142,9 @@ def test_plans_records_reports_and_resumes_after_a_kill(tmp_path, monkeypatch, c
     assert fake.segments[0][2].warmup_steps == 1  # 10% of 10 steps
     for name, variant in results["variants"].items():
         spent = variant["total_steps"] * 8 * variant["flops_per_sequence"]
-        assert abs(spent - results["setup"]["budget_flops"]) <= 2.5 * 8 * (
-            variant["flops_per_sequence"]
+        assert (
+            abs(spent - results["setup"]["budget_flops"])
+            <= 2.5 * 8 * (variant["flops_per_sequence"])
         ), name
 
     # The same command again finishes the run and redoes nothing.

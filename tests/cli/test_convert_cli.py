@@ -1,15 +1,16 @@
 """pretrain/convert.py: TF1 -> ours -> Hugging Face end to end, and its errors."""
 
-import importlib.util
 import json
 import pathlib
 
 import numpy as np
 import pytest
 import safetensors.numpy
-from conftest import HF_FIXTURE, TF1_STEP
 
-REPO = pathlib.Path(__file__).parents[1]
+import electra_tf.cli.convert
+from tests.helpers import HF_FIXTURE, TF1_STEP
+
+REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = HF_FIXTURE
 STEP = TF1_STEP
 VOCAB = FIXTURE / "discriminator" / "vocab.txt"
@@ -17,12 +18,7 @@ VOCAB = FIXTURE / "discriminator" / "vocab.txt"
 
 @pytest.fixture(scope="module")
 def cli():
-    spec = importlib.util.spec_from_file_location(
-        "convert", REPO / "pretrain/convert.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return electra_tf.cli.convert
 
 
 def _error(cli, capsys, *argv):
@@ -151,7 +147,7 @@ def test_hf_to_ours_to_keras_hub_and_back(cli, capsys, tmp_path):
 
     import keras
 
-    import electra_tf.encoder  # noqa: F401  (registers the class)
+    import electra_tf.models.encoder  # noqa: F401  (registers the class)
 
     encoder = keras.models.load_model(back / "export" / "encoder.keras")
     theirs = safetensors.numpy.load_file(

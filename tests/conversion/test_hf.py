@@ -15,10 +15,8 @@ import keras
 import numpy as np
 import pytest
 import safetensors.numpy
-from conftest import SPECIAL_TOKEN_IDS, make_pretrainer, random_batch, randomize_weights
 
-from electra_tf.conversion_error import ConversionError
-from electra_tf.hf_conversion import (
+from electra_tf.conversion.hf import (
     load_hf_discriminator,
     load_hf_encoder,
     load_hf_generator,
@@ -26,8 +24,15 @@ from electra_tf.hf_conversion import (
     save_hf_encoder,
     save_hf_pretrainer,
 )
+from electra_tf.errors import ConversionError
+from tests.helpers import (
+    SPECIAL_TOKEN_IDS,
+    make_pretrainer,
+    random_batch,
+    randomize_weights,
+)
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "hf_reference"
+FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "hf_reference"
 # Both sides compute exact-erf GELU in float32; measured differences are ~5e-6.
 TOLERANCE = 1e-4
 

@@ -4,16 +4,16 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
-from conftest import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
 
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.keras_hub_conversion import (
+from electra_tf.conversion.keras_hub import (
     ConversionError,
     encoder_from_keras_hub,
     keras_hub_backbone_from_encoder,
     load_keras_hub_preset,
     save_keras_hub_preset,
 )
+from electra_tf.models.encoder import ElectraEncoder
+from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
 
 # The only numerical difference is GELU: exact erf (ours) vs tanh
 # approximation (keras-hub). They differ by at most ~2e-4 per activation;

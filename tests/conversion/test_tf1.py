@@ -14,28 +14,28 @@ import numpy as np
 import pytest
 import safetensors.numpy
 import tensorflow as tf
-from conftest import (
+from test_hf_conversion import TOLERANCE, all_positions
+
+from electra_tf.config import ModelConfig
+from electra_tf.conversion.original_layout import pretrainer_variables, read_tensors
+from electra_tf.conversion.tf1 import (
+    load_tf1_discriminator,
+    load_tf1_pretrainer,
+    read_tf1_checkpoint,
+)
+from electra_tf.errors import ConversionError
+from electra_tf.pretraining.checkpoint import (
+    load_pretraining_checkpoint,
+    run_flags,
+    write_pretraining_checkpoint,
+)
+from electra_tf.pretraining.run import checkpoint_step, restore_weights
+from tests.helpers import (
     HF_FIXTURE,
     SPECIAL_TOKEN_IDS,
     TF1_STEP,
     make_pretrainer,
     write_tf1_checkpoint,
-)
-from test_hf_conversion import TOLERANCE, all_positions
-
-from electra_tf.config import ModelConfig
-from electra_tf.conversion_error import ConversionError
-from electra_tf.original_layout import pretrainer_variables, read_tensors
-from electra_tf.pretraining import checkpoint_step, restore_weights
-from electra_tf.pretraining_checkpoint import (
-    load_pretraining_checkpoint,
-    run_flags,
-    write_pretraining_checkpoint,
-)
-from electra_tf.tf1_conversion import (
-    load_tf1_discriminator,
-    load_tf1_pretrainer,
-    read_tf1_checkpoint,
 )
 
 FIXTURE = HF_FIXTURE

@@ -20,6 +20,7 @@ import tensorflow as tf
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+import electra_tf.cli.build_data
 import electra_tf.data.corpus
 import electra_tf.data.tfrecord_format
 import electra_tf.data.tfrecord_writer
@@ -29,10 +30,10 @@ from electra_tf.data.tfrecord_writer import (
     build_pretraining_data,
     is_held_out,
 )
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.data.vocabulary import Vocabulary
 
-REPO = pathlib.Path(__file__).parents[1]
-CORPUS = pathlib.Path(__file__).parent / "fixtures" / "corpus_excerpt.txt"
+REPO = pathlib.Path(__file__).parents[2]
+CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 L = 64
 # The shared build: two train shards, a third of the documents held out.
@@ -385,12 +386,7 @@ def test_cli_help_runs_from_the_repo_root():
 
 
 def _cli():
-    sys.path.insert(0, str(REPO / "pretrain"))
-    try:
-        import build_data
-    finally:
-        sys.path.remove(str(REPO / "pretrain"))
-    return build_data
+    return electra_tf.cli.build_data
 
 
 def test_cli_builds_and_learns_a_vocabulary(tmp_path, capsys):

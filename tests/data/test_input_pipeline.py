@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import electra_tf.data.pretraining_dataset
-from electra_tf.data.pretraining_dataset import (
+import electra_tf.data.input_pipeline
+from electra_tf.data.input_pipeline import (
     DataError,
     describe_data,
     explain_data_loss,
@@ -22,10 +22,10 @@ from electra_tf.data.pretraining_dataset import (
 )
 from electra_tf.data.tfrecord_format import FEATURE_NAMES, serialize_examples
 from electra_tf.data.tfrecord_writer import build_pretraining_data
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.data.vocabulary import Vocabulary
 
-REPO = pathlib.Path(__file__).parents[1]
-CORPUS = pathlib.Path(__file__).parent / "fixtures" / "corpus_excerpt.txt"
+REPO = pathlib.Path(__file__).parents[2]
+CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
 L = 16
 INPUTS = {"token_ids", "segment_ids", "padding_mask"}
 
@@ -266,7 +266,7 @@ def test_reads_back_shards_built_from_real_text(tmp_path):
     assert rows == stats["train_examples"] // 16 * 16 > 0
 
 
-@pytest.mark.parametrize("module", [electra_tf.data.pretraining_dataset])
+@pytest.mark.parametrize("module", [electra_tf.data.input_pipeline])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -8,18 +8,18 @@ import keras_hub
 import pytest
 import tensorflow as tf
 
-import electra_tf.vocabulary
+import electra_tf.data.vocabulary
 from electra_tf.data.corpus import CorpusError
-from electra_tf.vocabulary import (
+from electra_tf.data.vocabulary import (
     SPECIAL_TOKENS,
     Vocabulary,
     VocabularyError,
     learn_vocabulary,
 )
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 BERT_VOCAB = REPO / "electra_tf" / "assets" / "vocab.txt"
-CORPUS = pathlib.Path(__file__).parent / "fixtures" / "corpus_excerpt.txt"
+CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
 
 
 @pytest.fixture(scope="module")
@@ -126,7 +126,7 @@ def test_learning_errors(tmp_path):
     assert not (tmp_path / "vocab.txt").exists()
 
 
-@pytest.mark.parametrize("module", [electra_tf.vocabulary])
+@pytest.mark.parametrize("module", [electra_tf.data.vocabulary])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -18,18 +18,20 @@ import keras
 import keras_hub
 import numpy as np
 import pytest
-from conftest import randomize_weights
 
-from electra_tf.classifier_export import export_text_classifier
 from electra_tf.config import ModelConfig, PretrainingConfig
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.export import export_pretrained
-from electra_tf.pretrainer import ElectraPretrainer
-from electra_tf.text_classifier import ElectraTextClassifier
-from electra_tf.text_classifier_preprocessor import ElectraTextClassifierPreprocessor
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.classifier import export_text_classifier
+from electra_tf.export.pretrained import export_pretrained
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from tests.helpers import randomize_weights
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 SEQUENCE_LENGTH = 32
 BIN = pathlib.Path(sys.executable).parent
 

@@ -1,6 +1,5 @@
 """The fine-tuning run (library and command line) on the GLUE fixtures."""
 
-import importlib.util
 import json
 import pathlib
 import shutil
@@ -10,10 +9,11 @@ import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import TINY_VOCABULARY_SIZE
 
+import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
-from electra_tf.finetuning import (
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.run import (
     RECIPES,
     FinetuningConfig,
     build_classifier,
@@ -22,11 +22,11 @@ from electra_tf.finetuning import (
     recipe_for_width,
     run_finetuning,
 )
-from electra_tf.glue_tasks import get_task
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset
-from electra_tf.schedule import WarmupPolynomialDecay
+from tests.helpers import TINY_VOCABULARY_SIZE
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 GLUE_DIR = REPO / "tests" / "fixtures" / "glue"
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 VOCABULARY = SPECIAL + [f"word{i}" for i in range(TINY_VOCABULARY_SIZE - 5)]
@@ -211,12 +211,7 @@ def test_raw_text_export_is_robust_and_matches_keras(mnli_run):
 
 @pytest.fixture(scope="module")
 def cli():
-    spec = importlib.util.spec_from_file_location(
-        "finetune_run", REPO / "finetune/run.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return electra_tf.cli.finetune
 
 
 def _error(cli, capsys, *argv):
@@ -263,8 +258,8 @@ def test_cli_bad_data(cli, capsys, tmp_path):
 
 
 def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
-    from electra_tf.encoder import ElectraEncoder
-    from electra_tf.keras_hub_conversion import save_keras_hub_preset
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.encoder import ElectraEncoder
 
     preset = tmp_path / "discriminator"
     encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())

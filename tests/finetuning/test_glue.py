@@ -7,8 +7,8 @@ import shutil
 import numpy as np
 import pytest
 
-import electra_tf.glue_tasks
-from electra_tf.glue_data import (
+import electra_tf.finetuning.glue_tasks
+from electra_tf.finetuning.glue_readers import (
     GlueDataError,
     load_tfds_split,
     predictions_to_glue,
@@ -16,9 +16,9 @@ from electra_tf.glue_data import (
     task_directory,
     write_submission,
 )
-from electra_tf.glue_tasks import GLUE_TASKS, UnknownTaskError, get_task
+from electra_tf.finetuning.glue_tasks import GLUE_TASKS, UnknownTaskError, get_task
 
-GLUE_DIR = pathlib.Path(__file__).parent / "fixtures" / "glue"
+GLUE_DIR = pathlib.Path(__file__).parents[1] / "fixtures" / "glue"
 
 # (task, split) -> (number of examples, first example's texts, labels).
 EXPECTED = {
@@ -317,7 +317,7 @@ def test_tfds_loader_on_mock_data():
         assert stsb.labels.dtype == np.float32
 
 
-@pytest.mark.parametrize("module", [electra_tf.glue_tasks])
+@pytest.mark.parametrize("module", [electra_tf.finetuning.glue_tasks])
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -8,8 +8,8 @@ import scipy.stats
 import sklearn.metrics
 import tensorflow as tf
 
-import electra_tf.glue_metrics
-from electra_tf.glue_metrics import (
+import electra_tf.finetuning.glue_metrics
+from electra_tf.finetuning.glue_metrics import (
     BinaryF1,
     MatthewsCorrelation,
     PearsonCorrelation,
@@ -17,7 +17,7 @@ from electra_tf.glue_metrics import (
     task_metrics,
     task_score,
 )
-from electra_tf.glue_tasks import get_task
+from electra_tf.finetuning.glue_tasks import get_task
 
 
 def _classification(num_classes=2, n=1000, seed=0):
@@ -135,7 +135,9 @@ def test_metrics_serialise():
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(electra_tf.glue_metrics, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(
+        electra_tf.finetuning.glue_metrics, optionflags=doctest.ELLIPSIS
+    )
     assert result.attempted > 0 and result.failed == 0
 
 

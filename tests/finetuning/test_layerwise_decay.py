@@ -6,17 +6,17 @@ import re
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import TINY_VOCABULARY_SIZE
 
-import electra_tf.layerwise_decay
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.layerwise_decay import (
+import electra_tf.finetuning.layerwise_decay
+from electra_tf.finetuning.layerwise_decay import (
     layer_depth,
     layerwise_learning_rate_multipliers,
 )
-from electra_tf.optimizer import ElectraAdam
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.optimization.optimizer import ElectraAdam
 from electra_tf.presets import get_preset
-from electra_tf.text_classifier import ElectraTextClassifier
+from tests.helpers import TINY_VOCABULARY_SIZE
 
 DECAY = 0.8
 
@@ -121,5 +121,7 @@ def test_electra_adam_scales_each_step_by_its_multiplier(classifier):
 
 
 def test_docstring_examples_run():
-    result = doctest.testmod(electra_tf.layerwise_decay, optionflags=doctest.ELLIPSIS)
+    result = doctest.testmod(
+        electra_tf.finetuning.layerwise_decay, optionflags=doctest.ELLIPSIS
+    )
     assert result.attempted > 0 and result.failed == 0

@@ -7,8 +7,8 @@ import tensorflow as tf
 from keras_hub.layers import TransformerEncoder
 from scipy.stats import binomtest, chi2
 
-from electra_tf.hashed_dropout import HashedDropout
-from electra_tf.transformer_layer import ElectraTransformerLayer
+from electra_tf.models.hashed_dropout import HashedDropout
+from electra_tf.models.transformer_layer import ElectraTransformerLayer
 
 SHAPE = (64, 32, 48)  # 98,304 units
 

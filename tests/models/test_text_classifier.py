@@ -15,20 +15,25 @@ import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import TINY_VOCABULARY_SIZE
 
-import electra_tf.text_classifier
-import electra_tf.text_classifier_preprocessor
-from electra_tf.classifier_export import export_text_classifier
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.glue_data import read_glue_tsv
-from electra_tf.glue_metrics import task_metrics
-from electra_tf.glue_tasks import GLUE_TASKS, get_task
+import electra_tf.models.text_classifier
+import electra_tf.models.text_classifier_preprocessor
+from electra_tf.export.classifier import export_text_classifier
+from electra_tf.finetuning.glue_metrics import task_metrics
+from electra_tf.finetuning.glue_readers import read_glue_tsv
+from electra_tf.finetuning.glue_tasks import GLUE_TASKS, get_task
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.text_classifier import (
+    ElectraTextClassifier,
+    PretrainedModelError,
+)
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
 from electra_tf.presets import get_preset
-from electra_tf.text_classifier import ElectraTextClassifier, PretrainedModelError
-from electra_tf.text_classifier_preprocessor import ElectraTextClassifierPreprocessor
+from tests.helpers import TINY_VOCABULARY_SIZE
 
-GLUE_DIR = pathlib.Path(__file__).parent / "fixtures" / "glue"
+GLUE_DIR = pathlib.Path(__file__).parents[1] / "fixtures" / "glue"
 SEQUENCE_LENGTH = 32
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -214,7 +219,7 @@ def test_raw_text_saved_model_matches_keras(classifier, tmp_path):
 
 
 def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
-    from electra_tf.keras_hub_conversion import save_keras_hub_preset
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
 
     encoder = make_encoder()
     preset = tmp_path / "discriminator"
@@ -235,7 +240,7 @@ def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
 
 
 def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
-    from electra_tf.keras_hub_conversion import save_keras_hub_preset
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
 
     preset = tmp_path / "discriminator"
     save_keras_hub_preset(make_encoder(), vocabulary, str(preset))
@@ -252,7 +257,7 @@ def test_from_preset_rejects_a_directory_that_is_not_a_preset(tmp_path):
 
 @pytest.mark.parametrize(
     "module",
-    [electra_tf.text_classifier_preprocessor, electra_tf.text_classifier],
+    [electra_tf.models.text_classifier_preprocessor, electra_tf.models.text_classifier],
 )
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)

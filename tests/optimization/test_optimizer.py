@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.optimizer import ElectraAdam
-from electra_tf.schedule import WarmupPolynomialDecay
+from electra_tf.optimization.optimizer import ElectraAdam
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
 
 
 def _numpy_adam(params, grads_per_step, lr, wd, decays, b1=0.9, b2=0.999, eps=1e-6):

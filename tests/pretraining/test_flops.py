@@ -2,8 +2,8 @@
 
 import pytest
 
-from electra_tf.flops import executed_pretraining_flops, pretraining_flops
 from electra_tf.presets import get_preset
+from electra_tf.pretraining.flops import executed_pretraining_flops, pretraining_flops
 
 # Totals printed by google-research/electra `flops_computation.py` (its
 # MODEL_FLOPS entries), whose default output fraction is 20/128 = 0.15625 of
@@ -35,7 +35,6 @@ def test_executed_count_drops_dense_lookups_and_counts_backward_twice():
     # Both towers look up the shared embedding table once per token.
     expected = 1.5 * (pretraining_flops(model, pretraining) - 2 * dense_lookups)
     assert executed_pretraining_flops(model, pretraining) == pytest.approx(expected)
-
 
 
 def _small(**changes):
@@ -74,9 +73,7 @@ def test_all_tokens_mlm_pays_the_vocabulary_softmax_at_every_position():
     difference = pretraining_flops(model, all_tokens) - pretraining_flops(
         model, replace_mlm
     )
-    assert difference == pytest.approx(
-        2 * ((_L - _N) * _MLM_HEAD + _L * _COPY_HEAD)
-    )
+    assert difference == pytest.approx(2 * ((_L - _N) * _MLM_HEAD + _L * _COPY_HEAD))
 
 
 @pytest.mark.parametrize("objective", ["electra", "replace_mlm", "all_tokens_mlm"])

@@ -2,10 +2,10 @@
 
 import pytest
 import tensorflow as tf
-from conftest import make_pretrainer
 
 from electra_tf.config import ConfigError
-from electra_tf.pretraining import checkpoint_step, restore_weights
+from electra_tf.pretraining.run import checkpoint_step, restore_weights
+from tests.helpers import make_pretrainer
 
 
 def _checkpoint(tmp_path, model_config, pretraining_config):

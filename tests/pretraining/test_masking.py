@@ -2,10 +2,10 @@
 
 import numpy as np
 import tensorflow as tf
-from conftest import CLS, MASK, PAD, SEP, random_batch
 
 from electra_tf import random_streams
-from electra_tf.masking import mask_tokens
+from electra_tf.pretraining.masking import mask_tokens
+from tests.helpers import CLS, MASK, PAD, SEP, random_batch
 
 MASK_PROB = 0.15
 LENGTH = 64

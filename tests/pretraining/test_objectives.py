@@ -9,10 +9,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import MASK, TINY_VOCABULARY_SIZE, make_pretrainer, random_batch
 
-from electra_tf.all_tokens_mlm import copy_mixture_prediction
 from electra_tf.config import ConfigError, PretrainingConfig
+from electra_tf.models.all_tokens_mlm import copy_mixture_prediction
+from tests.helpers import MASK, TINY_VOCABULARY_SIZE, make_pretrainer, random_batch
 
 STEP = 9
 
@@ -179,7 +179,7 @@ def test_replace_mlm_loss_reaches_the_generator_only_through_embeddings(
 
 
 def test_text_summary_shows_replacements_without_verdicts(replace_mlm, tmp_path):
-    from electra_tf.callbacks import TrainingSummaries
+    from electra_tf.pretraining.callbacks import TrainingSummaries
 
     summaries = TrainingSummaries(
         str(tmp_path),

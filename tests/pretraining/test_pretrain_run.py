@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 CORPUS = REPO / "electra_tf" / "assets" / "corpus" / "brown.txt.gz"
 ARGS = [
     "--corpus",

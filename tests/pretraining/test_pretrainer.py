@@ -6,13 +6,13 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import make_pretrainer, random_batch
 
-from electra_tf.optimizer import ElectraAdam
-from electra_tf.schedule import WarmupPolynomialDecay
+from electra_tf.optimization.optimizer import ElectraAdam
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from tests.helpers import make_pretrainer, random_batch
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
-VOCAB = pathlib.Path(__file__).parents[1] / "electra_tf" / "assets" / "vocab.txt"
+FIXTURES = pathlib.Path(__file__).parents[1] / "fixtures"
+VOCAB = pathlib.Path(__file__).parents[2] / "electra_tf" / "assets" / "vocab.txt"
 
 
 @pytest.fixture(scope="module")
@@ -130,7 +130,7 @@ def _real_text_batches(max_seq_length=32, batch_size=8):
 
 def test_fit_with_xla_lowers_the_loss_on_real_text(tiny_configs):
     model_config, pretraining_config = tiny_configs
-    from electra_tf.pretrainer import ElectraPretrainer
+    from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
     pretrainer = ElectraPretrainer(
         model_config.override(vocabulary_size=30522), pretraining_config

@@ -6,8 +6,8 @@ import tensorflow as tf
 from scipy.stats import chisquare
 
 from electra_tf import random_streams
-from electra_tf.masking import MaskedBatch
-from electra_tf.sampling import SAMPLERS, replace_tokens, sample
+from electra_tf.pretraining.masking import MaskedBatch
+from electra_tf.pretraining.sampling import SAMPLERS, replace_tokens, sample
 
 LOGITS = np.array([2.0, 1.0, 0.0, -1.0, 0.5, -3.0], "float32")
 # 300 entries: three blocks of the inverse-CDF search, the last one padded;
