@@ -21,7 +21,7 @@ fine-tuned on rt_polarity (SST-2 layout) with several seeds. Written:
 The accuracy reported for a run is the dev accuracy after its last epoch (no
 epoch is chosen on dev); the table shows the median over seeds.
 
-Smoke run (what tests/test_objectives_bench.py runs, smaller still):
+Smoke run (what tests/bench/test_objectives_bench.py runs, smaller still):
 
     python bench/objectives.py --preset tiny --max-seq-length 64 \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --learn-vocab-size 0 \\

@@ -83,7 +83,8 @@ def _load_run(run_dir: str, trained: bool):
 
     from electra_tf.config import ModelConfig, OptimizerConfig, PretrainingConfig
     from electra_tf.data.vocabulary import Vocabulary
-    from electra_tf.pretraining.run import build_pretrainer, restore_weights
+    from electra_tf.pretraining.checkpoint import restore_weights
+    from electra_tf.pretraining.run import build_pretrainer
 
     with open(os.path.join(run_dir, "config.json")) as f:
         config = json.load(f)

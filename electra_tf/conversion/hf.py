@@ -47,6 +47,7 @@ from electra_tf.conversion.original_layout import (
     read_tensors,
     tower_variables,
 )
+from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ConversionError
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
@@ -485,11 +486,9 @@ def _save(
         )
     pad_token_id = 0
     if vocabulary_tokens is not None:
-        if len(vocabulary_tokens) != encoder.vocabulary_size:
-            raise ConversionError(
-                f"the vocabulary has {len(vocabulary_tokens)} tokens but the model "
-                f"has {encoder.vocabulary_size} rows"
-            )
+        check_vocabulary_fits(
+            len(vocabulary_tokens), encoder.vocabulary_size, error=ConversionError
+        )
         if "[PAD]" in vocabulary_tokens:
             pad_token_id = list(vocabulary_tokens).index("[PAD]")
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:

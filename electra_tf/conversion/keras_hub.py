@@ -21,6 +21,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ConversionError
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -133,11 +134,9 @@ def save_keras_hub_preset(encoder, vocabulary_tokens, preset_dir, lowercase=True
     `keras_hub.models.ElectraTokenizer.from_preset(preset_dir)` load it.
     """
     backbone = keras_hub_backbone_from_encoder(encoder)
-    if len(vocabulary_tokens) != encoder.vocabulary_size:
-        raise ConversionError(
-            f"vocabulary has {len(vocabulary_tokens)} tokens but the encoder "
-            f"has {encoder.vocabulary_size} rows"
-        )
+    check_vocabulary_fits(
+        len(vocabulary_tokens), encoder.vocabulary_size, error=ConversionError
+    )
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary_tokens), lowercase=lowercase
     )

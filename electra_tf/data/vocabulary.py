@@ -43,6 +43,29 @@ class VocabularyError(ElectraError, ValueError):
     """A vocabulary file is missing, unreadable, malformed or lacks special tokens."""
 
 
+def check_vocabulary_fits(
+    tokens: int,
+    rows: int,
+    source: str = "the vocabulary",
+    error: type[ElectraError] = VocabularyError,
+) -> None:
+    """Vocabulary size = embedding rows: the one check every loader and writer makes.
+
+    Raises `error` (`VocabularyError` unless the caller's own, e.g.
+    `ConversionError`) naming `source` when `tokens` != `rows`.
+
+    >>> check_vocabulary_fits(3, 4, "vocab.txt")
+    Traceback (most recent call last):
+    ...
+    electra_tf.data.vocabulary.VocabularyError: vocab.txt has 3 tokens but the \
+model's embedding has 4 rows
+    """
+    if tokens != rows:
+        raise error(
+            f"{source} has {tokens} tokens but the model's embedding has {rows} rows"
+        )
+
+
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
     """A validated WordPiece vocabulary: token `i` has id `i`.
@@ -56,10 +79,13 @@ class Vocabulary:
             really immutable (and hashable).
         path: where the tokens were read from or written to ("" if neither);
             used in messages.
+        lowercase: whether text is lower-cased before WordPiece (True for
+            uncased vocabularies such as BERT's uncased one).
     """
 
     tokens: tuple[str, ...]
     path: str = ""
+    lowercase: bool = True
 
     def __post_init__(self):
         object.__setattr__(self, "tokens", tuple(self.tokens))
@@ -86,8 +112,10 @@ class Vocabulary:
         object.__setattr__(self, "_index", index)
 
     @classmethod
-    def from_file(cls, path) -> Vocabulary:
+    def from_file(cls, path, lowercase: bool = True) -> Vocabulary:
         """Reads a `vocab.txt` (local or any `tf.io.gfile` path, e.g. `gs://`).
+
+        `lowercase` is the vocabulary's casing (a `vocab.txt` does not record it).
 
         Raises:
             VocabularyError: naming the file, if it is missing, empty, not UTF-8,
@@ -114,7 +142,7 @@ class Vocabulary:
         tokens = [line.removesuffix("\r") for line in lines]
         if not tokens:
             raise VocabularyError(f"vocabulary file is empty: {path}")
-        return cls(tuple(tokens), path)
+        return cls(tuple(tokens), path, lowercase)
 
     @property
     def size(self) -> int:
@@ -169,7 +197,7 @@ class Vocabulary:
             f.write(self.to_text())
         tf.io.gfile.rename(temporary, path, overwrite=True)
 
-    def tokenizer(self, lowercase: bool = True, strip_accents: bool = True):
+    def tokenizer(self, lowercase: bool | None = None, strip_accents: bool = True):
         """keras-hub's `ElectraTokenizer` over these tokens.
 
         WordPiece runs in tensorflow-text ops (`FastWordpieceTokenizer`). Text that
@@ -177,8 +205,8 @@ class Vocabulary:
         can never produce a special id.
 
         Args:
-            lowercase: lower-case (Unicode case folding) before WordPiece; True for
-                uncased vocabularies such as BERT's uncased one.
+            lowercase: lower-case (Unicode case folding) before WordPiece;
+                default: the vocabulary's `lowercase`.
             strip_accents: remove accents (NFD, then drop combining marks).
 
         Returns:
@@ -189,7 +217,7 @@ class Vocabulary:
 
         return keras_hub.models.ElectraTokenizer(
             vocabulary=list(self.tokens),
-            lowercase=lowercase,
+            lowercase=self.lowercase if lowercase is None else lowercase,
             strip_accents=strip_accents,
             oov_token="[UNK]",
             dtype="int32",
@@ -268,6 +296,6 @@ def learn_vocabulary(
     if not read["sentences"]:
         raise CorpusError(no_text)
     output_path = os.fspath(output_path)
-    vocabulary = Vocabulary(tuple(learned), output_path)
+    vocabulary = Vocabulary(tuple(learned), output_path, lowercase)
     vocabulary.save(output_path)
     return vocabulary

@@ -45,6 +45,8 @@ import keras_hub
 import tensorflow as tf
 import tensorflow_text as tf_text
 
+from electra_tf.data.vocabulary import check_vocabulary_fits
+
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -216,11 +218,7 @@ def export_tf_hub(
     encoder, vocabulary_tokens, export_dir, lowercase=True, seq_length=128
 ) -> dict[str, str]:
     """`export_dir/encoder` and `export_dir/preprocessing`; returns both paths."""
-    if len(vocabulary_tokens) != encoder.vocabulary_size:
-        raise ValueError(
-            f"the vocabulary has {len(vocabulary_tokens)} tokens but the encoder "
-            f"has {encoder.vocabulary_size} rows"
-        )
+    check_vocabulary_fits(len(vocabulary_tokens), encoder.vocabulary_size)
     export_dir = os.fspath(export_dir)
     return {
         "encoder": export_hub_encoder(encoder, os.path.join(export_dir, "encoder")),

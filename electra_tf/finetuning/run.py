@@ -1,5 +1,9 @@
 """A GLUE fine-tuning run: ELECTRA's recipe, several seeds, dev metrics, exports.
 
+`finetune(flags)` is what `finetune/run.py` calls: the task, its data, the
+model's width, then every setting (`settings.resolve_finetuning_config`), then
+`run_finetuning`.
+
 `run_finetuning` trains one `ElectraTextClassifier` per seed with
 `model.fit` on raw text (the classifier's preprocessor tokenizes inside
 `fit`), evaluates every dev split after each epoch (`DevEvaluation`), keeps
@@ -29,7 +33,9 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig, _Config
+from electra_tf.config import ConfigError, ModelConfig
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.finetuning.glue_metrics import task_metrics, task_score
 from electra_tf.finetuning.glue_readers import (
@@ -39,96 +45,26 @@ from electra_tf.finetuning.glue_readers import (
     load_glue_split,
     write_submission,
 )
-from electra_tf.finetuning.glue_tasks import GlueTask, tasks_predicted_by
+from electra_tf.finetuning.glue_tasks import GlueTask, get_task, tasks_predicted_by
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
+from electra_tf.finetuning.settings import (
+    DEMO_DATA,
+    DEMO_PRETRAINED,
+    FinetuningConfig,
+    FinetuningFlags,
+    parse_seeds,
+    resolve_finetuning_config,
+)
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.models.text_classifier import ElectraTextClassifier, preset_hidden_dim
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
 from electra_tf.optimization.optimizer import ElectraAdam
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from electra_tf.presets import get_preset
 
 logger = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuningConfig(_Config):
-    """ELECTRA's GLUE fine-tuning recipe (paper, Appendix; section 8 of the spec)."""
-
-    # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (see RECIPES).
-    learning_rate: float = 1e-4
-    # Layer-wise learning-rate decay factor: 0.8 (small, base), 0.9 (large);
-    # 1.0 turns it off.
-    layerwise_decay: float = 0.8
-    # The intended layer-wise decay (top encoder layer decay**1) instead of the
-    # original's (decay**2); see `electra_tf.finetuning.layerwise_decay`.
-    corrected_layerwise_decay: bool = False
-    # Fraction of all training steps spent in linear warm-up.
-    warmup_fraction: float = 0.1
-    # Decoupled weight decay (LayerNorm weights and biases are excluded).
-    weight_decay: float = 0.01
-    # Adam epsilon (the original's 1e-6; no bias correction either).
-    adam_epsilon: float = 1e-6
-    # Clip gradients to this global norm.
-    clip_norm: float = 1.0
-    # Passes over the training data; 0 means the task's (3; RTE, STS-B: 10).
-    epochs: int = 0
-    # Examples per update.
-    batch_size: int = 32
-    # Examples per batch when evaluating and predicting.
-    eval_batch_size: int = 128
-    # Tokens per packed example; longer inputs are truncated round-robin.
-    max_seq_length: int = 128
-    # Dropout before the classifier's dense layer.
-    head_dropout: float = 0.1
-    # Also train on MRPC and STS-B pairs with their sentences swapped.
-    swap_pairs: bool = True
-    # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
-    # CPUs Keras' dropout under XLA is slow).
-    jit_compile: bool = False
-
-    def __post_init__(self):
-        if self.learning_rate <= 0.0:
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not 0.0 < self.layerwise_decay <= 1.0:
-            raise ConfigError(
-                f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
-            )
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            raise ConfigError(
-                f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}"
-            )
-        for name in ("batch_size", "eval_batch_size", "max_seq_length"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.epochs < 0:
-            raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
-
-
-# The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
-# tests) is not in the paper; its rate was chosen on the demo task (2,000
-# rt_polarity sentences, 3 epochs = 189 updates, median dev accuracy of 3
-# seeds, random initialisation and the demo's 4,785-token vocabulary): 3e-4
-# reached 0.662, 1e-3 0.700, and 3e-3 diverged to the majority class (0.616).
-# Small models tolerate larger steps, and a short run needs them.
-RECIPES: dict[str, FinetuningConfig] = {
-    "tiny": FinetuningConfig(learning_rate=1e-3, layerwise_decay=0.8),
-    "small": FinetuningConfig(learning_rate=3e-4, layerwise_decay=0.8),
-    "base": FinetuningConfig(learning_rate=1e-4, layerwise_decay=0.8),
-    "large": FinetuningConfig(learning_rate=5e-5, layerwise_decay=0.9),
-}
-
-
-def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
-    """The recipe of the paper size closest to an encoder of width `hidden_dim`.
-
-    tiny: H <= 128; small: H <= 256; base: H <= 768; large above.
-    """
-    for size, widest in (("tiny", 128), ("small", 256), ("base", 768)):
-        if hidden_dim <= widest:
-            return size, RECIPES[size]
-    return "large", RECIPES["large"]
 
 
 def epochs_for(task: GlueTask, config: FinetuningConfig) -> int:
@@ -187,11 +123,9 @@ def build_classifier(
         )
     if model_config is None or vocabulary_tokens is None:
         raise ValueError("a randomly initialised classifier needs a model config")
-    if len(vocabulary_tokens) != model_config.vocabulary_size:
-        raise ConfigError(
-            f"the vocabulary has {len(vocabulary_tokens)} tokens but the model "
-            f"config has vocabulary_size {model_config.vocabulary_size}"
-        )
+    check_vocabulary_fits(
+        len(vocabulary_tokens), model_config.vocabulary_size, error=ConfigError
+    )
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary_tokens), lowercase=lowercase
     )
@@ -462,3 +396,69 @@ def _write_json(path: str, values: dict) -> None:
     with tf.io.gfile.GFile(path + ".tmp", "w") as f:
         f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
     tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
+    """Runs `finetune/run.py` with `flags`: returns the output directory and the
+    summary of `run_finetuning`.
+
+    Raises `ElectraError` subclasses for everything a user can fix.
+    """
+    task = get_task(flags.task)
+    seeds = parse_seeds(flags.seeds)
+    # Data: --data-dir, --tfds, or the demo excerpt (as SST-2).
+    data_dir = flags.data_dir
+    if not data_dir and not flags.tfds:
+        if task.name != "sst2":
+            raise ConfigError(
+                f"no --data-dir or --tfds for {task.name}: the built-in demo data "
+                "is for sst2 only"
+            )
+        data_dir = DEMO_DATA
+    data = load_task_data(task, data_dir, use_tfds=flags.tfds)
+    # Model: a pre-trained preset, or random initialisation.
+    pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
+    model_config = vocabulary_tokens = None
+    if pretrained is None:
+        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
+        model_config = get_preset(flags.preset).model.override(
+            vocabulary_size=vocabulary.size
+        )
+        vocabulary_tokens, hidden_dim = vocabulary.tokens, model_config.hidden_dim
+    elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
+        raise ConfigError(
+            f"{pretrained} not found: run `python pretrain/run.py` first (the "
+            "pre-training demo exports it there), or pass --pretrained none"
+        )
+    else:
+        hidden_dim = preset_hidden_dim(pretrained)
+    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
+    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
+    size, config = resolve_finetuning_config(flags, hidden_dim, jit_compile=jit_compile)
+    logger.info("%s recipe for %s: %s", size, task.name, config.to_dict())
+
+    def make_classifier():
+        return build_classifier(
+            task,
+            config,
+            pretrained,
+            model_config=model_config,
+            vocabulary_tokens=vocabulary_tokens,
+            lowercase=flags.lowercase,
+        )
+
+    output_dir = flags.output_dir or os.path.join("runs", "finetune", task.name)
+    summary = run_finetuning(
+        task,
+        data,
+        make_classifier,
+        config,
+        output_dir,
+        seeds=seeds,
+        run_info={
+            "pretrained": pretrained or "none",
+            "data": "tfds" if flags.tfds else data_dir,
+            "recipe": size,
+        },
+    )
+    return output_dir, summary

@@ -6,8 +6,10 @@ import os
 
 import keras
 import keras_hub
+from keras_hub.src.utils import preset_utils
 
 from electra_tf.conversion.keras_hub import encoder_from_keras_hub
+from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ElectraError
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.text_classifier_preprocessor import (
@@ -17,6 +19,31 @@ from electra_tf.models.text_classifier_preprocessor import (
 
 class PretrainedModelError(ElectraError, ValueError):
     """A pre-trained model cannot be loaded or does not fit its tokenizer."""
+
+
+def _checked_preset(preset) -> str:
+    """`preset` as a string; a local directory must hold a keras-hub preset."""
+    preset = os.fspath(preset)
+    # keras-hub resolves names and kaggle:// or hf:// handles itself; a
+    # local path gets a clearer message than keras-hub's when it is wrong.
+    is_handle = "://" in preset
+    if not is_handle and (os.sep in preset or os.path.exists(preset)):
+        for name in ("config.json", "tokenizer.json"):
+            if not os.path.exists(os.path.join(preset, name)):
+                raise PretrainedModelError(
+                    f"{preset} is not a keras-hub preset directory: {name} is missing"
+                )
+    return preset
+
+
+def preset_hidden_dim(preset) -> int:
+    """The hidden width of a keras-hub preset's encoder, read from its config.
+
+    Raises:
+        PretrainedModelError: a local directory that is not a preset.
+    """
+    config = preset_utils.load_json(_checked_preset(preset), preset_utils.CONFIG_FILE)
+    return int(config["config"]["hidden_dim"])
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -159,17 +186,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        preset = os.fspath(preset)
-        # keras-hub resolves names and kaggle:// or hf:// handles itself; a
-        # local path gets a clearer message than keras-hub's when it is wrong.
-        is_handle = "://" in preset
-        if not is_handle and (os.sep in preset or os.path.exists(preset)):
-            for name in ("config.json", "tokenizer.json"):
-                if not os.path.exists(os.path.join(preset, name)):
-                    raise PretrainedModelError(
-                        f"{preset} is not a keras-hub preset directory: "
-                        f"{name} is missing"
-                    )
+        preset = _checked_preset(preset)
         backbone = keras_hub.models.ElectraBackbone.from_preset(
             preset, load_weights=load_weights
         )
@@ -178,12 +195,12 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             preset, sequence_length=sequence_length
         )
         tokenizer_size = preprocessor.tokenizer.vocabulary_size()
-        if tokenizer_size != encoder.vocabulary_size:
-            raise PretrainedModelError(
-                f"{preset}: the tokenizer has {tokenizer_size} tokens but the "
-                f"model's embedding has {encoder.vocabulary_size} rows; the "
-                "vocabulary does not belong to these weights"
-            )
+        check_vocabulary_fits(
+            tokenizer_size,
+            encoder.vocabulary_size,
+            f"{preset}: the tokenizer",
+            error=PretrainedModelError,
+        )
         if sequence_length > encoder.max_sequence_length:
             raise PretrainedModelError(
                 f"sequence_length {sequence_length} exceeds the {preset} model's "

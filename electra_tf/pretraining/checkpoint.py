@@ -6,7 +6,9 @@ stored step as the learning-rate schedule's offset), its `config.json`, the
 vocabulary and the exports of `export_pretrained` (the keras-hub preset
 `export/discriminator/` is what `finetune/run.py --pretrained` takes).
 `load_pretraining_checkpoint` reads one of ours back (a run's or a converted
-one) to convert it onwards.
+one) to convert it onwards; `convert` runs `pretrain/convert.py`'s conversions.
+`checkpoint_step` and `restore_weights` read what `run_pretraining` resumes
+and `--init-checkpoint` starts from.
 """
 
 from __future__ import annotations
@@ -14,18 +16,81 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pathlib
 from collections.abc import Sequence
 
 import keras
+import keras_hub
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, PretrainingConfig
-from electra_tf.data.vocabulary import Vocabulary, VocabularyError
+from electra_tf.conversion import hf as hf_conversion
+from electra_tf.conversion.hf import save_hf_pretrainer
+from electra_tf.conversion.keras_hub import load_keras_hub_preset, save_keras_hub_preset
+from electra_tf.conversion.original_layout import (
+    has_generator,
+    pretrainer_from_tensors,
+)
+from electra_tf.conversion.tf1 import (
+    load_tf1_discriminator,
+    load_tf1_pretrainer,
+    read_tf1_checkpoint,
+)
+from electra_tf.data.vocabulary import (
+    Vocabulary,
+    VocabularyError,
+    check_vocabulary_fits,
+)
 from electra_tf.errors import ConversionError
-from electra_tf.export.pretrained import export_pretrained
-from electra_tf.presets import PRESETS
+from electra_tf.export.pretrained import export_encoder, export_pretrained
+from electra_tf.presets import PRESETS, get_preset
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from electra_tf.pretraining.run import checkpoint_step, restore_weights
+
+# Where a checkpoint written by this project keeps the optimizer step (the
+# second under mixed_float16, whose loss-scale optimizer wraps ours).
+_STEP_KEYS = (
+    "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+    "optimizer/inner_optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
+)
+
+
+def checkpoint_step(path: str) -> int:
+    """The optimizer step stored in a checkpoint of ours (0 if it has none)."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+    except (ValueError, tf.errors.OpError) as error:
+        raise ConfigError(f"cannot read checkpoint {path}: {error}") from error
+    for key in _STEP_KEYS:
+        if reader.has_tensor(key):
+            return int(reader.get_tensor(key))
+    return 0
+
+
+def restore_weights(pretrainer, path: str) -> None:
+    """Loads the generator's and discriminator's weights from a checkpoint.
+
+    Only the weights: a compiled Keras model tracks its optimizer as a child,
+    so restoring `model=pretrainer` would also bring back the other run's step
+    counter and Adam moments. Matching is by the object graph, so any
+    checkpoint written by `run_pretraining` works; every weight must be found.
+    """
+    towers = {
+        name: getattr(pretrainer, name)
+        for name in (
+            "discriminator_encoder",
+            "discriminator",
+            "discriminator_mlm",
+            "generator",
+        )
+        if getattr(pretrainer, name, None) is not None
+    }
+    root = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers))
+    try:
+        root.read(path).expect_partial().assert_existing_objects_matched()
+    except (AssertionError, ValueError, tf.errors.NotFoundError) as error:
+        raise ConfigError(
+            f"--init-checkpoint {path} does not hold this model's weights: {error}"
+        ) from error
 
 
 def run_flags(model_config: ModelConfig) -> str:
@@ -80,11 +145,11 @@ def write_pretraining_checkpoint(
     if vocabulary_tokens is not None:
         # Checked before anything is written.
         vocabulary = Vocabulary(tuple(vocabulary_tokens), "the converted vocabulary")
-        if vocabulary.size != pretrainer.model_config.vocabulary_size:
-            raise ConversionError(
-                f"the vocabulary has {vocabulary.size} tokens but the model has "
-                f"{pretrainer.model_config.vocabulary_size} rows"
-            )
+        check_vocabulary_fits(
+            vocabulary.size,
+            pretrainer.model_config.vocabulary_size,
+            error=ConversionError,
+        )
     tf.io.gfile.makedirs(output_dir)
     # A bare optimizer carries the step under the key `checkpoint_step` reads.
     optimizer = keras.optimizers.Adam()
@@ -228,3 +293,169 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
         vocabulary=vocabulary,
         lowercase=bool(config.get("lowercase", True)),
     )
+
+
+# === Conversions: what `pretrain/convert.py` runs ===
+CONVERSIONS = (
+    "hf-to-electra",
+    "tf1-to-electra",
+    "keras-hub-to-electra",
+    "electra-to-hf",
+    "electra-to-keras-hub",
+)
+
+
+def convert(
+    command: str,
+    output: str,
+    *,
+    overwrite: bool = False,
+    vocab: str | None = None,
+    lowercase: bool = True,
+    **source,
+) -> tuple[dict[str, str], str | None]:
+    """Runs one of `CONVERSIONS`; returns the written paths and, for a new
+    pre-training checkpoint, the `pretrain/run.py` flags of its architecture.
+
+    `source` holds the command's inputs: `discriminator`, `generator`
+    (hf-to-electra); `checkpoint`, `num_heads`, `preset` (tf1-to-electra);
+    `preset` (keras-hub-to-electra); `checkpoint`, `config` (electra-to-*).
+    `vocab` replaces the source's vocabulary; `lowercase=False` keeps case.
+
+    Raises:
+        ConfigError: `output` is a file, or not empty without `overwrite`, or
+            no vocabulary where one is needed.
+        ConversionError: weights that do not fit, tensor by tensor.
+    """
+    output_path = pathlib.Path(output)
+    if output_path.exists() and not output_path.is_dir():
+        raise ConfigError(f"--output {output} is a file")
+    if output_path.is_dir() and any(output_path.iterdir()) and not overwrite:
+        raise ConfigError(
+            f"--output {output} is not empty; pass --overwrite to write into it"
+        )
+    handlers = {
+        "hf-to-electra": _hf_to_electra,
+        "tf1-to-electra": _tf1_to_electra,
+        "keras-hub-to-electra": _keras_hub_to_electra,
+        "electra-to-hf": _electra_to_hf,
+        "electra-to-keras-hub": _electra_to_keras_hub,
+    }
+    return handlers[command](output, _VocabularyChoice(vocab, lowercase), **source)
+
+
+@dataclasses.dataclass(frozen=True)
+class _VocabularyChoice:
+    path: str | None
+    lowercase: bool
+
+    def resolve(self, tokens, lowercase):
+        """(tokens or None, lowercase) from `path` or what the source had."""
+        if self.path:
+            return Vocabulary.from_file(self.path).tokens, self.lowercase
+        if tokens is not None:
+            tokens = Vocabulary(tuple(tokens), "the source's vocabulary").tokens
+        return tokens, lowercase and self.lowercase
+
+
+def _hf_to_electra(output, vocabulary, *, discriminator, generator=None):
+    if generator is None:
+        checkpoint = hf_conversion.HfCheckpoint(discriminator)
+        encoder = hf_conversion.load_hf_encoder(discriminator)
+        tokens, lowercase = vocabulary.resolve(
+            checkpoint.vocabulary, checkpoint.lowercase
+        )
+        if tokens is None:
+            raise _no_vocabulary(discriminator)
+        export = os.path.join(output, "export")
+        return export_encoder(encoder, tokens, export, lowercase=lowercase), None
+    pair = hf_conversion.read_hf_pretraining_pair(discriminator, generator)
+    tokens, lowercase = vocabulary.resolve(pair.vocabulary, pair.lowercase)
+    pretrainer = pretrainer_from_tensors(
+        pair.tensors, pair.model_config, pair.source, **_special_ids(tokens)
+    )
+    paths = write_pretraining_checkpoint(
+        pretrainer, output, 0, tokens, lowercase, source=pair.source
+    )
+    return paths, run_flags(pretrainer.model_config)
+
+
+def _tf1_to_electra(output, vocabulary, *, checkpoint, num_heads=0, preset=None):
+    tokens, lowercase = vocabulary.resolve(None, True)
+    tf1_checkpoint = read_tf1_checkpoint(checkpoint)
+    if not has_generator(tf1_checkpoint.tensors):
+        if tokens is None:
+            raise _no_vocabulary(checkpoint)
+        discriminator = load_tf1_discriminator(tf1_checkpoint.path, num_heads)
+        export = os.path.join(output, "export")
+        return export_encoder(
+            discriminator.encoder, tokens, export, lowercase=lowercase
+        ), None
+    model_config = None
+    if preset:
+        model_config = get_preset(preset).model
+        if tokens is not None:
+            model_config = model_config.override(vocabulary_size=len(tokens))
+    pretrainer, tf1_checkpoint = load_tf1_pretrainer(
+        tf1_checkpoint.path,
+        model_config=model_config,
+        num_heads=num_heads,
+        **_special_ids(tokens),
+    )
+    paths = write_pretraining_checkpoint(
+        pretrainer,
+        output,
+        tf1_checkpoint.step,
+        tokens,
+        lowercase,
+        source=tf1_checkpoint.path,
+    )
+    return paths, run_flags(pretrainer.model_config)
+
+
+def _keras_hub_to_electra(output, vocabulary, *, preset):
+    encoder = load_keras_hub_preset(preset)
+    tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset)
+    export = os.path.join(output, "export")
+    paths = export_encoder(
+        encoder,
+        tokenizer.get_vocabulary(),
+        export,
+        lowercase=tokenizer.lowercase,
+    )
+    return paths, None
+
+
+def _electra_to_hf(output, vocabulary, *, checkpoint, config=None):
+    loaded = load_pretraining_checkpoint(checkpoint, config)
+    tokens = loaded.vocabulary.tokens if loaded.vocabulary else None
+    return save_hf_pretrainer(loaded.pretrainer, output, tokens, loaded.lowercase), None
+
+
+def _electra_to_keras_hub(output, vocabulary, *, checkpoint, config=None):
+    loaded = load_pretraining_checkpoint(checkpoint, config)
+    if loaded.vocabulary is None:
+        raise _no_vocabulary(checkpoint)
+    save_keras_hub_preset(
+        loaded.pretrainer.discriminator_encoder,
+        loaded.vocabulary.tokens,
+        output,
+        lowercase=loaded.lowercase,
+    )
+    return {"preset": output}, None
+
+
+def _special_ids(tokens):
+    if tokens is None:
+        return {}
+    index = {token: i for i, token in enumerate(tokens)}
+    return dict(
+        pad_token_id=index["[PAD]"],
+        cls_token_id=index["[CLS]"],
+        sep_token_id=index["[SEP]"],
+        mask_token_id=index["[MASK]"],
+    )
+
+
+def _no_vocabulary(source):
+    return ConfigError(f"{source} comes without a vocabulary: pass --vocab vocab.txt")

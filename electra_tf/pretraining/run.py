@@ -1,4 +1,9 @@
-"""A whole pre-training run: data, model, fit, checkpoints, evaluation, export."""
+"""A whole pre-training run: data, model, fit, checkpoints, evaluation, export.
+
+`pretrain(flags)` is what `pretrain/run.py` calls: the strategy first, then every
+setting (`settings.resolve_configs`), then the data
+(`electra_tf.data.preparation.prepare_pretraining_data`), then `run_pretraining`.
+"""
 
 from __future__ import annotations
 
@@ -21,9 +26,13 @@ from electra_tf.data.input_pipeline import (
     explain_data_loss,
     make_pretraining_dataset,
 )
+from electra_tf.data.preparation import prepare_pretraining_data
+from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.distribution import (
     check_global_batch,
     is_chief,
+    make_strategy,
+    resolve_jit_compile,
     set_precision,
     worker_temp_dir,
 )
@@ -31,56 +40,12 @@ from electra_tf.export.pretrained import export_pretrained
 from electra_tf.optimization.optimizer import ElectraAdam, ElectraLossScaleOptimizer
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.pretraining.callbacks import CheckpointCallback, TrainingSummaries
+from electra_tf.pretraining.checkpoint import checkpoint_step, restore_weights
 from electra_tf.pretraining.distributed_loop import DistributedLoop
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 
 logger = logging.getLogger(__name__)
-
-# Where a checkpoint written by this project keeps the optimizer step (the
-# second under mixed_float16, whose loss-scale optimizer wraps ours).
-_STEP_KEYS = (
-    "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
-    "optimizer/inner_optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE",
-)
-
-
-def checkpoint_step(path: str) -> int:
-    """The optimizer step stored in a checkpoint of ours (0 if it has none)."""
-    try:
-        reader = tf.train.load_checkpoint(path)
-    except (ValueError, tf.errors.OpError) as error:
-        raise ConfigError(f"cannot read checkpoint {path}: {error}") from error
-    for key in _STEP_KEYS:
-        if reader.has_tensor(key):
-            return int(reader.get_tensor(key))
-    return 0
-
-
-def restore_weights(pretrainer, path: str) -> None:
-    """Loads the generator's and discriminator's weights from a checkpoint.
-
-    Only the weights: a compiled Keras model tracks its optimizer as a child,
-    so restoring `model=pretrainer` would also bring back the other run's step
-    counter and Adam moments. Matching is by the object graph, so any
-    checkpoint written by `run_pretraining` works; every weight must be found.
-    """
-    towers = {
-        name: getattr(pretrainer, name)
-        for name in (
-            "discriminator_encoder",
-            "discriminator",
-            "discriminator_mlm",
-            "generator",
-        )
-        if getattr(pretrainer, name, None) is not None
-    }
-    root = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers))
-    try:
-        root.read(path).expect_partial().assert_existing_objects_matched()
-    except (AssertionError, ValueError, tf.errors.NotFoundError) as error:
-        raise ConfigError(
-            f"--init-checkpoint {path} does not hold this model's weights: {error}"
-        ) from error
 
 
 def _datasets(
@@ -141,11 +106,9 @@ def build_pretrainer(
     step_offset: int = 0,
 ) -> ElectraPretrainer:
     """A compiled `ElectraPretrainer` whose optimizer is built (call in scope)."""
-    if model.vocabulary_size != vocabulary.size:
-        raise ConfigError(
-            f"vocabulary {vocabulary.path} has {vocabulary.size} tokens but the "
-            f"model's vocabulary_size is {model.vocabulary_size}"
-        )
+    check_vocabulary_fits(
+        vocabulary.size, model.vocabulary_size, vocabulary.path, error=ConfigError
+    )
     pretrainer = ElectraPretrainer(
         model,
         pretraining,
@@ -184,6 +147,54 @@ def build_pretrainer(
     return pretrainer
 
 
+def pretrain(flags: PretrainingFlags) -> dict:
+    """Runs `pretrain/run.py` with `flags`: returns the held-out metrics.
+
+    Raises `ElectraError` subclasses for everything a user can fix.
+    """
+    if flags.strategy == "multi_worker" and not flags.data:
+        raise ConfigError(
+            "--strategy multi_worker needs --data: build the TFRecords once with "
+            "pretrain/build_data.py, not on every worker"
+        )
+    if flags.devices and flags.strategy != "mirrored":
+        raise ConfigError("--devices goes with --strategy mirrored")
+    # First: MultiWorkerMirroredStrategy must exist before any other
+    # TensorFlow op runs in this process, and a missing TPU should fail fast.
+    strategy = make_strategy(
+        flags.strategy,
+        tpu=flags.tpu,
+        tpu_zone=flags.tpu_zone,
+        gcp_project=flags.gcp_project,
+        devices=flags.devices.split(",") if flags.devices else None,
+    )
+    configs = resolve_configs(
+        flags, jit_compile=resolve_jit_compile(flags.jit, strategy)
+    )
+    # Before any data or vocabulary is built.
+    check_global_batch(configs.training.batch_size, strategy)
+    data = prepare_pretraining_data(
+        flags.model_dir,
+        configs.pretraining.max_seq_length,
+        data=flags.data,
+        eval_data=flags.eval_data,
+        corpus=flags.corpus,
+        vocab=flags.vocab,
+        learn_vocab_size=flags.learn_vocab_size,
+        lowercase=flags.lowercase,
+    )
+    configs = configs.for_data(data.vocabulary.size, data.train_data, data.eval_data)
+    return run_pretraining(
+        configs.model,
+        configs.pretraining,
+        configs.optimizer,
+        configs.training,
+        data.vocabulary,
+        strategy,
+        init_checkpoint=flags.init_checkpoint,
+    )
+
+
 def run_pretraining(
     model: ModelConfig,
     pretraining: PretrainingConfig,
@@ -193,7 +204,6 @@ def run_pretraining(
     strategy: tf.distribute.Strategy,
     *,
     init_checkpoint: str | None = None,
-    lowercase: bool = True,
     verbose: int | str = "auto",
 ) -> dict:
     """Trains until `training.train_steps`, resuming from `model_dir` if it can.
@@ -393,7 +403,7 @@ def run_pretraining(
             pretrainer,
             vocabulary.tokens,
             os.path.join(model_dir, "export"),
-            lowercase=lowercase,
+            lowercase=vocabulary.lowercase,
         )
     elif tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)

@@ -25,11 +25,12 @@ from electra_tf.conversion.tf1 import (
 )
 from electra_tf.errors import ConversionError
 from electra_tf.pretraining.checkpoint import (
+    checkpoint_step,
     load_pretraining_checkpoint,
+    restore_weights,
     run_flags,
     write_pretraining_checkpoint,
 )
-from electra_tf.pretraining.run import checkpoint_step, restore_weights
 from tests.helpers import (
     HF_FIXTURE,
     SPECIAL_TOKEN_IDS,
@@ -104,7 +105,7 @@ def test_converts_with_the_same_outputs_and_step(converted, expected):
 
 
 def test_writes_what_init_checkpoint_takes(converted, expected, tmp_path):
-    """The checkpoint alone (the exports beside it: tests/test_convert_cli.py)."""
+    """The checkpoint alone (the exports beside it: tests/cli/test_convert_cli.py)."""
     pretrainer, checkpoint = converted
     paths = write_pretraining_checkpoint(
         pretrainer, tmp_path, step=checkpoint.step, source=checkpoint.path

@@ -14,13 +14,15 @@ import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.run import (
-    RECIPES,
-    FinetuningConfig,
     build_classifier,
     load_task_data,
     make_optimizer,
-    recipe_for_width,
     run_finetuning,
+)
+from electra_tf.finetuning.settings import (
+    RECIPES,
+    FinetuningConfig,
+    recipe_for_width,
 )
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.config import ConfigError
-from electra_tf.pretraining.run import checkpoint_step, restore_weights
+from electra_tf.pretraining.checkpoint import checkpoint_step, restore_weights
 from tests.helpers import make_pretrainer
 
 
