@@ -1,6 +1,7 @@
 """Is the tiny model's plateau ours or the architecture's? A copy probe on transformers.
 
-`python bench/hf_plateau.py --data 'runs/pretrain/data/train-*' --configs 0.02,0.1`
+    python -m bench.studies.hf_plateau --data 'runs/pretrain/data/train-*' \\
+        --configs 0.02,0.1
 
 Hugging Face's `ElectraForMaskedLM` (PyTorch, CPU) at the `tiny` preset's sizes is
 trained on a task that needs context and nothing else: each real-text sequence from the
@@ -8,7 +9,7 @@ TFRecords is cut to `--length` tokens with every token written twice ("a a b b .
 and 15% of the positions show `[MASK]`. A model that looks one position to the left or
 right predicts almost every masked token; a model that ignores context can only guess
 the unigram distribution. If transformers' implementation also stays at unigram accuracy
-for hundreds of steps, the plateau `bench/rtd_plateau.py` shows for our `tiny`
+for hundreds of steps, the plateau `bench/studies/rtd_plateau.py` shows for our `tiny`
 discriminator is a property of that size and initialisation, not a bug of ours
 (BENCHMARKS.md section 4).
 
@@ -20,12 +21,12 @@ Each configuration is `INIT[:EMBEDDING[:HIDDEN]]`: the initializer's standard de
 import argparse
 import json
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
+
+from bench.run_info import run_info
 
 
 def parse_args(argv=None):
@@ -46,7 +47,7 @@ def parse_args(argv=None):
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument("--report-every", type=int, default=100)
-    parser.add_argument("--output", default="bench/hf_plateau.json")
+    parser.add_argument("--output", default="bench/results/hf_plateau.json")
     return parser.parse_args(argv)
 
 
@@ -158,7 +159,11 @@ def main(argv=None):
         row = " ".join(f"{p['masked_accuracy']:6.3f}" for p in r["curve"])
         print(f"{r['init']:<5} {r['embedding_dim']}/{r['hidden_dim']:<5} {row}")
     with open(args.output, "w") as f:
-        json.dump({"args": vars(args), "results": results}, f, indent=1)
+        json.dump(
+            {**run_info(__file__), "args": vars(args), "results": results},
+            f,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

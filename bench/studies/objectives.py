@@ -23,7 +23,7 @@ epoch is chosen on dev); the table shows the median over seeds.
 
 Smoke run (what tests/bench/test_objectives_bench.py runs, smaller still):
 
-    python bench/objectives.py --preset tiny --max-seq-length 64 \\
+    python -m bench.studies.objectives --preset tiny --max-seq-length 64 \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --learn-vocab-size 0 \\
         --task-dir electra_tf/assets/tasks/rt_polarity --electra-steps 20 \\
         --checkpoint-every 5 --fractions 0.5,1 --seeds 1 \\
@@ -46,8 +46,9 @@ import statistics
 import sys
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.run_info import run_info
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
@@ -211,7 +212,7 @@ def parse_args(argv=None):
     output.add_argument("--out-dir", default="runs/objectives")
     output.add_argument(
         "--output",
-        default="bench/objectives",
+        default="bench/results/objectives",
         help="Prefix of the .json, .md, .png and _tensorboard/ outputs.",
     )
     output.add_argument(
@@ -443,7 +444,7 @@ def load_task(args):
 
 def finetuning_config(args, hidden_dim):
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.finetuning.run import recipe_for_width
+    from electra_tf.finetuning.settings import recipe_for_width
 
     _, recipe = recipe_for_width(hidden_dim)
     recipe = recipe.override(jit_compile=resolve_jit_compile("auto"))
@@ -554,7 +555,7 @@ def write_report(args, results, variants, summary) -> None:
         "summary": summary,
     }
     output.with_suffix(".json").write_text(
-        json.dumps(payload, indent=2, sort_keys=True) + "\n"
+        json.dumps({**run_info(__file__), **payload}, indent=2, sort_keys=True) + "\n"
     )
     output.with_suffix(".md").write_text(markdown_table(results, variants, summary))
     plot(summary, output.with_suffix(".png"), setup)
@@ -782,62 +783,28 @@ def estimate(args, variants, base, plans, data, seeds):
 
 # === Main ===
 def prepare_data(args):
-    from electra_tf.data.corpus import expand_paths
-    from electra_tf.data.input_pipeline import describe_data, read_data_stats
-    from electra_tf.data.tfrecord_writer import build_pretraining_data
-    from electra_tf.data.vocabulary import Vocabulary, learn_vocabulary
+    from electra_tf.data.input_pipeline import read_data_stats
+    from electra_tf.data.preparation import prepare_pretraining_data
 
-    pattern = args.data
-    if not pattern:
-        data_dir = pathlib.Path(args.out_dir) / "data"
-        if read_data_stats(str(data_dir)) is None:
-            if args.learn_vocab_size:
-                print(f"Learning a vocabulary from {args.corpus}", flush=True)
-                vocabulary = learn_vocabulary(
-                    expand_paths([args.corpus]),
-                    args.learn_vocab_size,
-                    str(pathlib.Path(args.out_dir) / "vocab.txt"),
-                )
-            else:
-                vocabulary = Vocabulary.from_file(args.vocab)
-            print(f"Building TFRecords from {args.corpus} into {data_dir}", flush=True)
-            build_pretraining_data(
-                [args.corpus],
-                vocabulary,
-                str(data_dir),
-                max_seq_length=args.max_seq_length,
-                num_shards=4,
-                eval_fraction=0.02,
-                num_processes=args.build_processes,
-                overwrite=True,
-                progress=False,
-            )
-        pattern = str(data_dir / "train-*")
-    data_dir, vocabulary, length = describe_data(pattern)
-    if not args.data:
-        wanted = pathlib.Path(args.out_dir) / "vocab.txt"
-        if not args.learn_vocab_size:
-            wanted = pathlib.Path(args.vocab)
-        same = wanted.exists() and Vocabulary.from_file(wanted).md5() == (
-            vocabulary.md5()
-        )
-        if not same:
-            raise SystemExit(
-                f"error: {data_dir} was built with another vocabulary than "
-                f"{wanted}; use another --out-dir"
-            )
-        if length != args.max_seq_length:
-            raise SystemExit(
-                f"error: {data_dir} holds sequences of {length} tokens, not "
-                f"--max-seq-length {args.max_seq_length}; use another --out-dir"
-            )
-    eval_pattern = os.path.join(data_dir, "eval-*")
-    stats = read_data_stats(data_dir) or {}
+    data = prepare_pretraining_data(
+        args.out_dir,
+        # With --data, the length the TFRecords were built with.
+        None if args.data else args.max_seq_length,
+        data=args.data,
+        corpus=[args.corpus],
+        vocab=None if args.learn_vocab_size else args.vocab,
+        learn_vocab_size=args.learn_vocab_size,
+        num_shards=4,
+        eval_fraction=0.02,
+        num_processes=args.build_processes,
+        progress=False,
+    )
+    stats = read_data_stats(data.data_dir) or {}
     return {
-        "train": pattern,
-        "eval": eval_pattern if stats.get("eval_examples") else "",
-        "vocabulary": vocabulary,
-        "max_seq_length": length,
+        "train": data.train_data,
+        "eval": data.eval_data,
+        "vocabulary": data.vocabulary,
+        "max_seq_length": data.max_seq_length,
         "stats": {k: stats.get(k) for k in ("train_examples", "eval_examples")},
     }
 
@@ -861,7 +828,7 @@ def main(argv=None) -> int:
 
     import tensorflow as tf
 
-    from electra_tf.config import ConfigError
+    from electra_tf.errors import ElectraError
 
     if args.threads:
         # Before TensorFlow starts its runtime: later calls raise.
@@ -869,8 +836,8 @@ def main(argv=None) -> int:
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     out_dir = pathlib.Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    data = prepare_data(args)
     try:
+        data = prepare_data(args)
         base = base_configs(args, data["vocabulary"], data["max_seq_length"])
         configs = {v.name: variant_configs(base, v) for v in variants}
         budget = args.flops
@@ -887,7 +854,7 @@ def main(argv=None) -> int:
             )
             for name, c in configs.items()
         }
-    except ConfigError as error:
+    except ElectraError as error:
         raise SystemExit(f"error: {error}") from None
     for name, (total, kept) in plans.items():
         print(f"{name}: {total} steps, encoders kept at {kept}", flush=True)

@@ -21,7 +21,7 @@ replacement is counted per token, per (previous token, token) and per
 detector knowing only that much would reach. A table far above the
 discriminator says the signal is there and the network has not learned it.
 
-    python bench/rtd_auc.py runs/pretrain
+    python -m bench.studies.rtd_auc runs/pretrain
 """
 
 from __future__ import annotations
@@ -29,12 +29,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
-import sys
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -228,7 +225,7 @@ def main():
         help="Also fit replacement-rate lookup tables on this many training "
         "batches corrupted by the trained generator (0: skip).",
     )
-    parser.add_argument("--output", default="bench/rtd_auc.json")
+    parser.add_argument("--output", default="bench/results/rtd_auc.json")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     results = {}
@@ -255,8 +252,7 @@ def main():
                     if isinstance(value, float)
                 )
             )
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    from run_info import run_info
+    from bench.run_info import run_info
 
     with open(args.output, "w") as f:
         json.dump({**run_info(__file__), "runs": results}, f, indent=2)

@@ -18,7 +18,7 @@ If `ours_uniform` rises, labels, corruption and the RTD loss work; if `ours`
 and `transformers` stay at the same height, the plateau belongs to the
 algorithm at this size and budget, not to our code.
 
-    python bench/rtd_plateau.py --data 'runs/pretrain/data/train-*' --steps 2000
+    python -m bench.studies.rtd_plateau --data 'runs/pretrain/data/train-*' --steps 2000
 """
 
 from __future__ import annotations
@@ -26,17 +26,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
-import sys
 
 import numpy as np
 
-BENCH = pathlib.Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH.parent))
-sys.path.insert(0, str(BENCH))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-from rtd_auc import auc, maskable  # noqa: E402
+from bench.studies.rtd_auc import auc, maskable  # noqa: E402
 
 VARIANTS = ("ours", "ours_uniform", "transformers")
 
@@ -66,7 +61,7 @@ def parse_args(argv=None):
         help="Threads of TensorFlow's and PyTorch's pools (default 0: their "
         "own choice). 1 keeps the run to about one core of a shared machine.",
     )
-    parser.add_argument("--output", default="bench/rtd_plateau.json")
+    parser.add_argument("--output", default="bench/results/rtd_plateau.json")
     args = parser.parse_args(argv)
     if args.threads < 0:
         parser.error(f"--threads must be 0 or more, got {args.threads}")
@@ -125,7 +120,8 @@ class Ours:
 class Transformers:
     def __init__(self, args, vocabulary, length):
         import torch
-        from hf_peer import HfElectraPretraining
+
+        from bench.hf_peer import HfElectraPretraining
 
         model, pretraining, optimizer = configs(args, vocabulary, length)
         torch.manual_seed(pretraining.seed)
@@ -148,7 +144,8 @@ class Transformers:
 
     def judge(self, batch):
         import torch
-        from hf_peer import gumbel_max_sample
+
+        from bench.hf_peer import gumbel_max_sample
 
         peer = self.peer
         token_ids = torch.from_numpy(np.asarray(batch["token_ids"])).long()
@@ -206,8 +203,7 @@ def main(argv=None):
             import torch
 
             torch.set_num_threads(args.threads)
-    from run_info import run_info
-
+    from bench.run_info import run_info
     from electra_tf.data.input_pipeline import (
         describe_data,
         make_pretraining_dataset,

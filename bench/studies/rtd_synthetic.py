@@ -10,7 +10,7 @@ Prints the training-batch RTD AUC every `--every` steps, for several weight
 initialisations, to show when (and whether) the tiny model picks up that
 circuit.
 
-    python bench/rtd_synthetic.py --seeds 0,1,2
+    python -m bench.studies.rtd_synthetic --seeds 0,1,2
 """
 
 from __future__ import annotations
@@ -18,12 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
-import sys
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from bench.run_info import run_info
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -39,7 +38,7 @@ def main():
     parser.add_argument("--steps", type=int, default=600)
     parser.add_argument("--every", type=int, default=100)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--output", default="bench/rtd_synthetic.json")
+    parser.add_argument("--output", default="bench/results/rtd_synthetic.json")
     args = parser.parse_args()
 
     import keras
@@ -95,7 +94,7 @@ def main():
         results[seed] = curve
         print(f"seed {seed}: " + "  ".join(f"{p['rtd_auc']:.3f}" for p in curve))
     with open(args.output, "w") as f:
-        json.dump(results, f, indent=2)
+        json.dump({**run_info(__file__), "seeds": results}, f, indent=2)
 
 
 if __name__ == "__main__":

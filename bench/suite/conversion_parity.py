@@ -14,20 +14,20 @@ vocabulary, sequence length 128, pairs, padding):
 * keras-hub: our encoder vs `keras_hub.models.ElectraBackbone` holding the
   same weights (tanh GELU), and with its feed-forward switched to exact GELU.
 
-    python bench/conversion_parity.py   # writes bench/conversion_parity.json
+    python -m bench.suite.conversion_parity  # bench/results/conversion_parity.json
 """
 
 from __future__ import annotations
 
 import json
 import pathlib
-import sys
 import tempfile
 
 import numpy as np
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from bench.run_info import run_info
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def main():
@@ -172,8 +172,8 @@ def main():
         "torch": torch.__version__,
         "keras_hub": keras_hub.__version__,
     }
-    out = REPO / "bench" / "conversion_parity.json"
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out = REPO / "bench" / "results" / "conversion_parity.json"
+    out.write_text(json.dumps({**run_info(__file__), **results}, indent=2) + "\n")
     print(json.dumps(results, indent=2))
 
 

@@ -12,7 +12,7 @@ Three measurements on the same real text, in one run:
    the builder wrote, next to the examples/s one training step of `--preset`
    consumes on this machine (a few real steps, no XLA).
 
-    python bench/data_throughput.py --corpus ../shared/data/corpus
+    python -m bench.suite.data_throughput --corpus ../shared/data/corpus
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ import gzip
 import json
 import os
 import pathlib
-import platform
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from bench.run_info import run_info
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -77,7 +76,7 @@ def main():
     parser.add_argument("--processes", type=int, default=2, help="Builder workers.")
     parser.add_argument("--preset", default="small", help="Model for step rate (3).")
     parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--output", default="bench/data_throughput.json")
+    parser.add_argument("--output", default="bench/results/data_throughput.json")
     args = parser.parse_args()
 
     import tensorflow as tf
@@ -149,7 +148,7 @@ def main():
         train_rate = steps * args.batch_size / (time.perf_counter() - start)
 
     results = {
-        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        **run_info(__file__),
         "sentences": len(sentences),
         "token_agreement_with_hf": agreement,
         "tokenize_tokens_per_s": tokenize,

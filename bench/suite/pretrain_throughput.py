@@ -40,7 +40,8 @@ the median over rounds of:
 Peak memory is each implementation's whole-process peak RSS (VmHWM) in a
 fresh worker running a few steps at `--memory-batch-size`, one at a time.
 
-    python bench/pretrain_throughput.py --data 'data/shared128/train-*' --preset small
+    python -m bench.suite.pretrain_throughput --data 'data/shared128/train-*' \\
+        --preset small
 """
 
 from __future__ import annotations
@@ -55,9 +56,7 @@ import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 IMPLEMENTATIONS = (
@@ -110,7 +109,7 @@ def parse_args(argv=None):
         default="ours,transformers",
         help="Comma-separated implementations of the peak-memory runs.",
     )
-    parser.add_argument("--output", default="bench/pretrain_throughput.json")
+    parser.add_argument("--output", default="bench/results/pretrain_throughput.json")
     # Internal: the worker of one implementation.
     parser.add_argument("--worker", choices=IMPLEMENTATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--worker-batch-size", type=int, help=argparse.SUPPRESS)
@@ -264,8 +263,8 @@ def peer_worker(args) -> None:
     """The transformers step over the batches the parent read."""
     import numpy as np
     import torch
-    from hf_peer import HfElectraPretraining
 
+    from bench.hf_peer import HfElectraPretraining
     from electra_tf.data.vocabulary import Vocabulary
 
     one_thread = args.worker == "transformers_1_thread"
@@ -564,7 +563,7 @@ def main(argv=None):
                 else f"{'failed' if name in memory else '-':>9}"
             )
         )
-    from run_info import run_info
+    from bench.run_info import run_info
 
     try:  # imported for their versions in the report
         import torch  # noqa: F401

@@ -16,7 +16,7 @@ times only its own call. Inputs are real sentences (the dev split of the
 bundled rt_polarity excerpt), truncated at `--max-seq-length`. Batch-1 latency
 is measured sentence by sentence; throughput on batches of `--batch-size`.
 
-    python bench/serving_latency.py --preset small
+    python -m bench.suite.serving_latency --preset small
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ import sys
 import tempfile
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 ASSETS = REPO / "electra_tf" / "assets"
@@ -62,7 +60,7 @@ def parse_args(argv=None):
         default=str(ASSETS / "tasks" / "rt_polarity" / "dev.tsv"),
         help="Sentences: a TSV with a `sentence` column.",
     )
-    parser.add_argument("--output", default="bench/serving_latency.json")
+    parser.add_argument("--output", default="bench/results/serving_latency.json")
     # Internal: one server's process.
     parser.add_argument("--worker", choices=SERVERS, help=argparse.SUPPRESS)
     parser.add_argument("--export-dir", help=argparse.SUPPRESS)
@@ -87,7 +85,8 @@ def export_ours(preset_name: str, max_seq_length: int, export_dir: str) -> None:
     """A randomly initialised `small` classifier as a raw-text SavedModel."""
     from electra_tf.export.classifier import export_text_classifier
     from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.run import FinetuningConfig, build_classifier
+    from electra_tf.finetuning.run import build_classifier
+    from electra_tf.finetuning.settings import FinetuningConfig
 
     model, vocabulary = _model_config(preset_name)
     task = get_task("sst2")
@@ -117,7 +116,8 @@ def our_predict(export_dir: str):
 def peer_predict(preset_name: str, max_seq_length: int, threads: int):
     import torch
     import transformers
-    from hf_peer import electra_configs
+
+    from bench.hf_peer import electra_configs
 
     torch.set_num_threads(threads)
     model, vocabulary = _model_config(preset_name)
@@ -259,7 +259,8 @@ def main(argv=None):
 
     import torch  # noqa: F401  (imported for the versions in the report)
     import transformers  # noqa: F401
-    from run_info import run_info
+
+    from bench.run_info import run_info
 
     with open(args.output, "w") as f:
         json.dump(

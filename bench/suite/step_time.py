@@ -12,7 +12,7 @@ built by `pretrain/build_data.py`. Reports wall-clock and process CPU seconds
 per step (CPU time is the steadier figure when other jobs share the cores) and
 the time of the first call (tracing and, with XLA, compilation).
 
-    python bench/step_time.py --data 'runs/pretrain/data/train-*' --preset tiny
+    python -m bench.suite.step_time --data 'runs/pretrain/data/train-*' --preset tiny
 """
 
 from __future__ import annotations
@@ -20,13 +20,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import pathlib
 import statistics
-import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -66,15 +62,15 @@ def main():
         default=",".join(VARIANTS),
         help=f"Comma-separated subset of {', '.join(VARIANTS)}.",
     )
-    parser.add_argument("--output", default="bench/step_time.json")
+    parser.add_argument("--output", default="bench/results/step_time.json")
     args = parser.parse_args()
     names = args.variants.split(",")
     if set(names) - set(VARIANTS) or "default" not in names:
         parser.error(f"--variants: default plus any of {', '.join(VARIANTS)}")
 
     import tensorflow as tf
-    from run_info import run_info
 
+    from bench.run_info import run_info
     from electra_tf.data.input_pipeline import (
         describe_data,
         make_pretraining_dataset,

@@ -54,7 +54,7 @@ class PretrainingData:
 
 def prepare_pretraining_data(
     work_dir: str,
-    max_seq_length: int,
+    max_seq_length: int | None,
     *,
     data: str | None = None,
     eval_data: str | None = None,
@@ -76,7 +76,8 @@ def prepare_pretraining_data(
     corpus; `learn_vocab_size` tokens, written to `work_dir/vocab.txt`) and
     `corpus` is built into `work_dir/data` (`num_shards` shards, whole documents
     held out by `eval_fraction`). Either way the data's `stats.json`, when
-    there is one, must match `max_seq_length` and the vocabulary.
+    there is one, must match `max_seq_length` and the vocabulary; None takes
+    the length of existing TFRecords from their `stats.json`.
 
     Raises:
         ConfigError: the data have another sequence length or vocabulary.
@@ -125,6 +126,10 @@ def prepare_pretraining_data(
         vocab_path or os.path.join(data_dir, VOCABULARY_FILE), lowercase
     )
     stats = read_data_stats(data_dir)
+    if max_seq_length is None:
+        if not stats or not data:
+            raise ConfigError(f"give max_seq_length: {data_dir} has no {STATS_FILE}")
+        max_seq_length = stats.get("max_seq_length")
     if stats:
         if not stats.get("eval_examples") and eval_data == os.path.join(
             data_dir, "eval-*"

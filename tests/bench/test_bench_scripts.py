@@ -10,32 +10,41 @@ import pytest
 
 from tests.helpers import CLS, MASK, PAD, SEP, random_batch
 
-BENCH = pathlib.Path(__file__).parents[2] / "bench"
+REPO = pathlib.Path(__file__).parents[2]
 
 
 @pytest.mark.parametrize(
-    "script, flags",
+    "module, flags",
     [
-        ("pretrain_throughput.py", ["--implementations", "--memory-batch-size"]),
-        ("serving_latency.py", ["--batch-size", "--tsv"]),
-        ("step_time.py", ["--variants", "uniform_generator"]),
-        ("rtd_plateau.py", ["--variants", "--eval-batches"]),
-        ("rtd_auc.py", ["--oracles"]),
+        ("suite.pretrain_throughput", ["--implementations", "--memory-batch-size"]),
+        ("suite.serving_latency", ["--batch-size", "--tsv"]),
+        ("suite.step_time", ["--variants", "uniform_generator"]),
+        ("suite.data_throughput", ["--processes"]),
+        ("studies.rtd_plateau", ["--variants", "--eval-batches"]),
+        ("studies.rtd_auc", ["--oracles"]),
+        ("studies.rtd_synthetic", ["--every"]),
+        ("studies.hf_plateau", ["--configs"]),
+        ("studies.objectives", ["--objectives"]),
     ],
 )
-def test_help_lists_the_flags(script, flags):
-    # The modules loaded once `--help` has printed: it must stay cheap.
+def test_help_lists_the_flags(module, flags):
+    # `python -m bench.<module> --help` from the repository root, and the
+    # modules loaded once it has printed: it must stay cheap.
     probe = (
         "import runpy, sys\n"
-        f"sys.argv = [{str(BENCH / script)!r}, '--help']\n"
+        f"sys.argv = ['bench.{module}', '--help']\n"
         "try:\n"
-        f"    runpy.run_path({str(BENCH / script)!r}, run_name='__main__')\n"
+        f"    runpy.run_module('bench.{module}', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
         "print('heavy:', sorted({'tensorflow', 'torch'} & set(sys.modules)))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0, result.stderr
     for flag in flags:
@@ -50,11 +59,9 @@ def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
     import tensorflow as tf
     import torch
 
+    from bench.hf_peer import HfElectraPretraining
     from electra_tf import random_streams
     from electra_tf.pretraining.masking import mask_tokens
-
-    sys.path.insert(0, str(BENCH))
-    from hf_peer import HfElectraPretraining
 
     model, pretraining = tiny_configs
     vocabulary = types.SimpleNamespace(

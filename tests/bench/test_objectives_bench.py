@@ -1,4 +1,4 @@
-"""bench/objectives.py end to end at a tiny scale, and its resume.
+"""bench/studies/objectives.py end to end at a tiny scale, and its resume.
 
 The experiment script is long-running and mostly glue; these runs keep it
 from rotting: data building, FLOP-matched step counts, segment-by-segment
@@ -6,26 +6,20 @@ pre-training with kept encoders, fine-tuning, the table, the plot, the
 TensorBoard curves, and a rerun that redoes nothing.
 """
 
-import importlib.util
 import json
 import pathlib
-import sys
 
 import pytest
 import tensorflow as tf
+
+from bench.studies import objectives
 
 REPO = pathlib.Path(__file__).parents[2]
 ASSETS = REPO / "electra_tf" / "assets"
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "objectives_bench", REPO / "bench" / "objectives.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return objectives
 
 
 def _args(tmp_path, *extra):
