@@ -40,23 +40,16 @@ def versions() -> dict:
     return found
 
 
+def _git(*args: str) -> str:
+    command = ["git", "-C", str(REPO), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
+
+
 def commit() -> str:
     """The checkout's commit (with "+changes" if the tree differs), or "unknown"."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.strip()
-        changed = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=30,
-        ).stdout.strip()
+        head = _git("rev-parse", "--short", "HEAD").strip()
+        changed = _git("status", "--porcelain", "--untracked-files=no").strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head or "unknown") + ("+changes" if head and changed else "")

@@ -352,16 +352,17 @@ class TrainingConfig(_Config):
             )
 
 
-def parse_hparams(hparams: str | dict) -> dict[str, Any]:
-    """`--hparams` as a dict; not a JSON object raises `ConfigError`."""
+def parse_hparams(hparams: str | dict, flag: str = "--hparams") -> dict[str, Any]:
+    """`--hparams` (or another `flag`) as a dict; not a JSON object raises
+    `ConfigError` naming the flag."""
     if isinstance(hparams, dict):
         return dict(hparams)
     try:
         parsed = json.loads(hparams)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"--hparams is not valid JSON: {error}") from error
+        raise ConfigError(f"{flag} is not valid JSON: {error}") from error
     if not isinstance(parsed, dict):
-        raise ConfigError(f"--hparams must be a JSON object, got {hparams!r}")
+        raise ConfigError(f"{flag} must be a JSON object, got {hparams!r}")
     return parsed
 
 

@@ -43,10 +43,10 @@ WORKER_TIMEOUT = 420
 def test_mirrored_two_replicas_match_one_device():
     result = subprocess.run(
         [sys.executable, "-m", "tests.mirrored_step_check"],
-        cwd=REPO,
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=REPO,  # where `tests` is a package
     )
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout.strip().splitlines()[-1])

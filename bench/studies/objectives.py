@@ -251,13 +251,12 @@ def _floats(text, name):
 
 
 def _json_object(text, name):
+    from electra_tf.config import ConfigError, parse_hparams
+
     try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise SystemExit(f"error: {name} is not valid JSON: {error}") from None
-    if not isinstance(value, dict):
-        raise SystemExit(f"error: {name} must be a JSON object, got {text!r}")
-    return value
+        return parse_hparams(text, name)
+    except ConfigError as error:
+        raise SystemExit(f"error: {error}") from None
 
 
 def make_variants(args) -> list[Variant]:
@@ -484,7 +483,7 @@ def finetune_all(args, variants, base, results, vocabulary, seeds):
 
     def random_init():
         return build_classifier(
-            task, config, None, base["model"], vocabulary_tokens=vocabulary.tokens
+            task, config, None, base["model"], vocabulary=vocabulary
         )
 
     finetune_point(args, "none@0", random_init, task, data, config, results, seeds)
@@ -739,7 +738,7 @@ def estimate(args, variants, base, plans, data, seeds):
     task, task_data = load_task(args)
     config = finetuning_config(args, base["model"].hidden_dim)
     classifier = build_classifier(
-        task, config, None, base["model"], vocabulary_tokens=data["vocabulary"].tokens
+        task, config, None, base["model"], vocabulary=data["vocabulary"]
     )
     classifier.compile(
         optimizer=make_optimizer(config, classifier.backbone.num_layers, 1000),

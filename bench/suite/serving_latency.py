@@ -94,7 +94,7 @@ def export_ours(preset_name: str, max_seq_length: int, export_dir: str) -> None:
         task,
         FinetuningConfig(max_seq_length=max_seq_length),
         model_config=model,
-        vocabulary_tokens=vocabulary.tokens,
+        vocabulary=vocabulary,
     )
     export_text_classifier(
         classifier, export_dir, task.text_features, label_names=task.label_names

@@ -24,8 +24,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from electra_tf.cli import command_line
 from electra_tf.data.preparation import build_corpus_data
-from electra_tf.errors import ElectraError
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -81,32 +81,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    try:
-        stats = build_corpus_data(
-            args.output_dir,
-            inputs=args.input or (),
-            tfds_dataset=args.tfds_dataset,
-            tfds_split=args.tfds_split,
-            tfds_text_key=args.tfds_text_key,
-            vocab=args.vocab,
-            learn_vocab_size=args.learn_vocab_size,
-            lowercase=not args.no_lowercase,
-            strip_accents=not args.no_strip_accents,
-            max_seq_length=args.max_seq_length,
-            num_shards=args.num_shards,
-            num_eval_shards=args.num_eval_shards,
-            num_hosts=args.num_hosts,
-            eval_fraction=args.eval_fraction,
-            seed=args.seed,
-            num_processes=args.processes,
-            overwrite=args.overwrite,
-            progress=not args.no_progress,
-        )
-    except ElectraError as error:
-        print(f"error: {error.one_line()}", file=sys.stderr)
-        return 2
+@command_line(parse_args)
+def main(args) -> int:
+    options = vars(args)
+    options["inputs"] = options.pop("input") or ()
+    options["num_processes"] = options.pop("processes")
+    for name in ("lowercase", "strip_accents", "progress"):
+        options[name] = not options.pop(f"no_{name}")
+    stats = build_corpus_data(**options)
     print(
         f"{stats['train_examples']:,} train and {stats['eval_examples']:,} eval "
         f"examples of length {stats['max_seq_length']} from "

@@ -21,10 +21,9 @@ unless --overwrite is given.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
-from electra_tf.errors import ElectraError
+from electra_tf.cli import command_line
 from electra_tf.pretraining.checkpoint import convert
 
 # The flags that are not a conversion's source (see `convert`).
@@ -92,23 +91,17 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+@command_line(parse_args)
+def main(args) -> int:
     options = vars(args)
-    source = {k: v for k, v in options.items() if k not in _COMMON}
-    try:
-        paths, flags = convert(
-            args.command,
-            args.output,
-            overwrite=args.overwrite,
-            vocab=options.get("vocab"),
-            lowercase=not options.get("no_lowercase", False),
-            **source,
-        )
-    except ElectraError as error:
-        print(f"error: {error.one_line()}", file=sys.stderr)
-        return 2
+    paths, flags = convert(
+        args.command,
+        args.output,
+        overwrite=args.overwrite,
+        vocab=options.get("vocab"),
+        lowercase=not options.get("no_lowercase", False),
+        **{k: v for k, v in options.items() if k not in _COMMON},
+    )
     for name, path in sorted(paths.items()):
         print(f"{name}: {path}")
     if flags:

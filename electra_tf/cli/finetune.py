@@ -20,7 +20,7 @@ import json
 import logging
 import sys
 
-from electra_tf.errors import ElectraError
+from electra_tf.cli import command_line
 from electra_tf.finetuning.run import finetune
 from electra_tf.finetuning.settings import DEMO_PRETRAINED, FinetuningFlags
 
@@ -65,16 +65,11 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+@command_line(parse_args)
+def main(args) -> int:
     flags = vars(args)
     flags["lowercase"] = not flags.pop("no_lowercase")
-    try:
-        output_dir, summary = finetune(FinetuningFlags(**flags))
-    except ElectraError as error:
-        print(f"error: {error.one_line()}", file=sys.stderr)
-        return 2
+    output_dir, summary = finetune(FinetuningFlags(**flags))
     median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f)",

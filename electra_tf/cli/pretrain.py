@@ -11,13 +11,12 @@ Rerunning the same command resumes from the newest checkpoint.
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import os
 import sys
 
+from electra_tf.cli import command_line
 from electra_tf.config import OBJECTIVES, PRECISIONS, STRATEGIES
-from electra_tf.errors import ElectraError
 from electra_tf.pretraining.run import pretrain
 from electra_tf.pretraining.settings import PretrainingFlags
 
@@ -45,19 +44,35 @@ def parse_args(argv=None):
     add("--learn-vocab-size", type=int, default=8192,
         help="Size of the vocabulary learned from --corpus without --vocab.")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
+    # fmt: on
     add = parser.add_argument_group("model and objective").add_argument
-    add("--preset", default="tiny", help="tiny (default), small, small++, base "
-        "or large.")
-    add("--objective", choices=OBJECTIVES, help="What the discriminator-sized "
+    add(
+        "--preset",
+        default="tiny",
+        help="tiny (default), small, small++, base or large.",
+    )
+    add(
+        "--objective",
+        choices=OBJECTIVES,
+        help="What the discriminator-sized "
         "model learns (default: electra): replaced token detection over all "
         "tokens (electra) or only the masked ones (electra_15); BERT's MLM (mlm); "
         "MLM on generator samples instead of [MASK] (replace_mlm); every token's "
-        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3.")
-    add("--hparams", default="{}", help='JSON object of config overrides, e.g. '
+        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3.",
+    )
+    add(
+        "--hparams",
+        default="{}",
+        help="JSON object of config overrides, e.g. "
         '\'{"mask_prob": 0.2, "generator_hidden_size": 0.5}\'. Unknown keys are '
-        "an error.")
-    add("--init-checkpoint", help="Start from this checkpoint's weights (an "
-        "earlier run's); its step offsets the learning-rate schedule.")
+        "an error.",
+    )
+    add(
+        "--init-checkpoint",
+        help="Start from this checkpoint's weights (an "
+        "earlier run's); its step offsets the learning-rate schedule.",
+    )
+    # fmt: off
     add = parser.add_argument_group("run").add_argument
     add("--model-dir", default="runs/pretrain", help="Output directory (resumable).")
     add("--steps", type=int, help="Training steps (updates).")
@@ -82,21 +97,12 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def main(argv=None) -> int:
-    args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+@command_line(parse_args)
+def main(args) -> int:
     flags = vars(args)
     flags["corpus"] = tuple(flags["corpus"] or ())
     flags["lowercase"] = not flags.pop("no_lowercase")
-    try:
-        results = pretrain(PretrainingFlags(**flags))
-    except ElectraError as error:
-        # What the failed run left (e.g. a checkpoint restore that did not
-        # match) logs warnings when it is collected: collect it now, so that
-        # the one-line message stays the last thing printed.
-        gc.collect()
-        print(f"error: {error.one_line()}", file=sys.stderr)
-        return 2
+    results = pretrain(PretrainingFlags(**flags))
     if results:
         shown = {k: round(v, 4) for k, v in results.items()}
         logging.info("Held-out evaluation: %s", shown)

@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import re
-from collections.abc import Sequence
 
 import numpy as np
 import safetensors.numpy
@@ -47,7 +46,7 @@ from electra_tf.conversion.original_layout import (
     read_tensors,
     tower_variables,
 )
-from electra_tf.data.vocabulary import check_vocabulary_fits
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.errors import ConversionError
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
@@ -473,8 +472,7 @@ def _save(
     encoder,
     architecture: str,
     directory,
-    vocabulary_tokens: Sequence[str] | None,
-    lowercase: bool,
+    vocabulary: Vocabulary | None,
 ) -> str:
     directory = os.fspath(directory)
     os.makedirs(directory, exist_ok=True)
@@ -485,21 +483,20 @@ def _save(
             value.T if transpose else value
         )
     pad_token_id = 0
-    if vocabulary_tokens is not None:
+    if vocabulary is not None:
         check_vocabulary_fits(
-            len(vocabulary_tokens), encoder.vocabulary_size, error=ConversionError
+            vocabulary.size, encoder.vocabulary_size, error=ConversionError
         )
-        if "[PAD]" in vocabulary_tokens:
-            pad_token_id = list(vocabulary_tokens).index("[PAD]")
+        pad_token_id = vocabulary.pad_id
         with open(os.path.join(directory, "vocab.txt"), "w", encoding="utf-8") as f:
-            f.writelines(token + "\n" for token in vocabulary_tokens)
+            f.write(vocabulary.to_text())
         with open(
             os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8"
         ) as f:
             json.dump(
                 {
                     "tokenizer_class": "ElectraTokenizer",
-                    "do_lower_case": lowercase,
+                    "do_lower_case": vocabulary.lowercase,
                     "model_max_length": encoder.max_sequence_length,
                 },
                 f,
@@ -514,7 +511,7 @@ def _save(
     return directory
 
 
-def save_hf_encoder(encoder, directory, vocabulary_tokens=None, lowercase=True) -> str:
+def save_hf_encoder(encoder, directory, vocabulary: Vocabulary | None = None) -> str:
     """Writes `encoder` as a Hugging Face `ElectraModel` directory."""
     variables = tower_variables(encoder, DISCRIMINATOR_SCOPE, "electra/embeddings")
     return _save(
@@ -523,13 +520,12 @@ def save_hf_encoder(encoder, directory, vocabulary_tokens=None, lowercase=True) 
         encoder,
         ENCODER,
         directory,
-        vocabulary_tokens,
-        lowercase,
+        vocabulary,
     )
 
 
 def save_hf_discriminator(
-    discriminator, directory, vocabulary_tokens=None, lowercase=True
+    discriminator, directory, vocabulary: Vocabulary | None = None
 ) -> str:
     """Writes `discriminator` as a Hugging Face `ElectraForPreTraining` directory."""
     variables = tower_variables(
@@ -541,13 +537,12 @@ def save_hf_discriminator(
         discriminator.encoder,
         DISCRIMINATOR,
         directory,
-        vocabulary_tokens,
-        lowercase,
+        vocabulary,
     )
 
 
 def save_hf_generator(
-    generator, directory, vocabulary_tokens=None, lowercase=True
+    generator, directory, vocabulary: Vocabulary | None = None
 ) -> str:
     """Writes `generator` as a Hugging Face `ElectraForMaskedLM` directory.
 
@@ -566,13 +561,12 @@ def save_hf_generator(
         generator.encoder,
         GENERATOR,
         directory,
-        vocabulary_tokens,
-        lowercase,
+        vocabulary,
     )
 
 
 def save_hf_pretrainer(
-    pretrainer, directory, vocabulary_tokens=None, lowercase=True
+    pretrainer, directory, vocabulary: Vocabulary | None = None
 ) -> dict[str, str]:
     """Writes `directory/discriminator` and `directory/generator`.
 
@@ -585,14 +579,12 @@ def save_hf_pretrainer(
         paths["discriminator"] = save_hf_discriminator(
             pretrainer.discriminator,
             os.path.join(directory, "discriminator"),
-            vocabulary_tokens,
-            lowercase,
+            vocabulary,
         )
         paths["generator"] = save_hf_generator(
             pretrainer.generator,
             os.path.join(directory, "generator"),
-            vocabulary_tokens,
-            lowercase,
+            vocabulary,
         )
     else:
         variables = tower_variables(
@@ -604,7 +596,6 @@ def save_hf_pretrainer(
             pretrainer.generator.encoder,
             GENERATOR,
             os.path.join(directory, "generator"),
-            vocabulary_tokens,
-            lowercase,
+            vocabulary,
         )
     return paths

@@ -21,7 +21,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.data.vocabulary import check_vocabulary_fits
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.errors import ConversionError
 from electra_tf.models.encoder import ElectraEncoder
 
@@ -127,7 +127,7 @@ def encoder_from_keras_hub(backbone, dtype=None) -> ElectraEncoder:
     return encoder
 
 
-def save_keras_hub_preset(encoder, vocabulary_tokens, preset_dir, lowercase=True):
+def save_keras_hub_preset(encoder, vocabulary: Vocabulary, preset_dir):
     """Writes `encoder` and its tokenizer as a keras-hub preset directory.
 
     `keras_hub.models.ElectraBackbone.from_preset(preset_dir)` and
@@ -135,10 +135,10 @@ def save_keras_hub_preset(encoder, vocabulary_tokens, preset_dir, lowercase=True
     """
     backbone = keras_hub_backbone_from_encoder(encoder)
     check_vocabulary_fits(
-        len(vocabulary_tokens), encoder.vocabulary_size, error=ConversionError
+        vocabulary.size, encoder.vocabulary_size, error=ConversionError
     )
     tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary_tokens), lowercase=lowercase
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
     preset_dir = str(preset_dir)
     if "://" not in preset_dir:

@@ -16,7 +16,7 @@ import tempfile
 import tensorflow as tf
 
 from electra_tf.config import ConfigError
-from electra_tf.data.corpus import DEMO_CORPUS, expand_paths
+from electra_tf.data.corpus import DEMO_CORPUS
 from electra_tf.data.input_pipeline import list_files, read_data_stats
 from electra_tf.data.tfrecord_format import STATS_FILE, VOCABULARY_FILE
 from electra_tf.data.tfrecord_writer import (
@@ -62,10 +62,8 @@ def prepare_pretraining_data(
     vocab: str | None = None,
     learn_vocab_size: int = 8192,
     lowercase: bool = True,
-    num_shards: int = 8,
     eval_fraction: float = 0.05,
-    num_processes: int = 1,
-    progress: bool = True,
+    **build,
 ) -> PretrainingData:
     """Existing TFRecords (`data`), or TFRecords built once under `work_dir/data`.
 
@@ -74,10 +72,11 @@ def prepare_pretraining_data(
     Without: unless `work_dir/data/stats.json` shows an earlier build, the
     vocabulary is read from `vocab` or learned from `corpus` (default: the demo
     corpus; `learn_vocab_size` tokens, written to `work_dir/vocab.txt`) and
-    `corpus` is built into `work_dir/data` (`num_shards` shards, whole documents
-    held out by `eval_fraction`). Either way the data's `stats.json`, when
-    there is one, must match `max_seq_length` and the vocabulary; None takes
-    the length of existing TFRecords from their `stats.json`.
+    `corpus` is built into `work_dir/data` by `build_corpus_data` (whole
+    documents held out by `eval_fraction`; `build` holds its other arguments,
+    e.g. `num_shards`, `num_processes`, `progress`). Either way the data's
+    `stats.json`, when there is one, must match `max_seq_length` and the
+    vocabulary; None takes the length of existing TFRecords from it.
 
     Raises:
         ConfigError: the data have another sequence length or vocabulary.
@@ -94,30 +93,22 @@ def prepare_pretraining_data(
         data_dir = os.path.join(work_dir, "data")
         corpus = list(corpus) or [DEMO_CORPUS]
         if not tf.io.gfile.exists(os.path.join(data_dir, STATS_FILE)):
-            if vocab:
-                vocabulary = Vocabulary.from_file(vocab, lowercase)
-            else:
+            if not vocab:
                 logger.info(
                     "Learning a %d-token vocabulary from %s", learn_vocab_size, corpus
                 )
-                vocabulary = learn_vocabulary(
-                    expand_paths(corpus),
-                    learn_vocab_size,
-                    os.path.join(work_dir, VOCABULARY_FILE),
-                    lowercase=lowercase,
-                )
             logger.info("Building TFRecords from %s into %s", corpus, data_dir)
-            build_pretraining_data(
-                corpus,
-                vocabulary,
+            build_corpus_data(
                 data_dir,
-                max_seq_length=max_seq_length,
-                num_shards=num_shards,
-                eval_fraction=eval_fraction,
+                inputs=corpus,
+                vocab=vocab,
+                learn_vocab_size=None if vocab else learn_vocab_size,
+                learned_vocab_path=os.path.join(work_dir, VOCABULARY_FILE),
                 lowercase=lowercase,
-                num_processes=num_processes,
+                max_seq_length=max_seq_length,
+                eval_fraction=eval_fraction,
                 overwrite=True,
-                progress=progress,
+                **build,
             )
         train_data = os.path.join(data_dir, "train-*")
         eval_data = eval_data or os.path.join(data_dir, "eval-*")
@@ -163,24 +154,25 @@ def build_corpus_data(
     tfds_text_key: str = "text",
     vocab: str | None = None,
     learn_vocab_size: int | None = None,
+    learned_vocab_path: str | None = None,
     lowercase: bool = True,
     strip_accents: bool = True,
-    max_seq_length: int = 128,
     num_shards: int = 8,
     num_eval_shards: int | None = None,
     num_hosts: int = 1,
-    eval_fraction: float = 0.02,
-    seed: int = 0,
-    num_processes: int = 1,
     overwrite: bool = False,
-    progress: bool = True,
+    **build,
 ) -> dict:
     """`pretrain/build_data.py`: TFRecords from text files and/or a TFDS dataset.
 
     The vocabulary is `vocab` (default: the bundled BERT uncased one) or, with
-    `learn_vocab_size`, learned from the inputs. Shard counts must split
+    `learn_vocab_size`, learned from the inputs and written to
+    `learned_vocab_path` (default: a temporary file; the build keeps a copy
+    beside the shards either way). Shard counts must split
     evenly over `num_hosts` (`num_eval_shards` defaults to `num_hosts`).
-    Returns `build_pretraining_data`'s statistics.
+    `build` holds `build_pretraining_data`'s other arguments (`max_seq_length`,
+    `eval_fraction`, `seed`, `num_processes`, `progress`). Returns its
+    statistics.
 
     Raises:
         BuildError: bad counts, no input, an unusable TFDS dataset, or a file
@@ -215,26 +207,24 @@ def build_corpus_data(
                 vocabulary = learn_vocabulary(
                     inputs,
                     learn_vocab_size,
-                    os.path.join(scratch, VOCABULARY_FILE),
+                    learned_vocab_path or os.path.join(scratch, VOCABULARY_FILE),
                     lowercase=lowercase,
                     strip_accents=strip_accents,
                 )
             else:
-                vocabulary = Vocabulary.from_file(vocab or BUNDLED_VOCABULARY)
+                vocabulary = Vocabulary.from_file(
+                    vocab or BUNDLED_VOCABULARY, lowercase
+                )
             return build_pretraining_data(
                 inputs,
                 vocabulary,
                 output_dir,
-                max_seq_length=max_seq_length,
                 num_shards=num_shards,
                 num_eval_shards=num_eval_shards,
-                eval_fraction=eval_fraction,
                 lowercase=lowercase,
                 strip_accents=strip_accents,
-                seed=seed,
-                num_processes=num_processes,
                 overwrite=overwrite,
-                progress=progress,
+                **build,
             )
     except (OSError, tf.errors.OpError) as error:  # e.g. permission denied
         message = getattr(error, "message", None) or str(error)

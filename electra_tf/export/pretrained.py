@@ -9,6 +9,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.conversion.keras_hub import save_keras_hub_preset
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.generator import standalone_generator
 from electra_tf.models.tower import ENCODER_INPUTS
@@ -87,7 +88,7 @@ class DiscriminatorServing(tf.Module):
         return self._packed_outputs([self.tokenizer(text), self.tokenizer(text_pair)])
 
 
-def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True):
+def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     """Writes everything a user takes away from pre-training.
 
     * `discriminator/`: a keras-hub preset (`keras_hub.models.ElectraBackbone`
@@ -109,21 +110,17 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
     }
     sequence_length = pretrainer.pretraining_config.max_seq_length
     save_keras_hub_preset(
-        pretrainer.discriminator_encoder,
-        vocabulary_tokens,
-        paths["discriminator_preset"],
-        lowercase=lowercase,
+        pretrainer.discriminator_encoder, vocabulary, paths["discriminator_preset"]
     )
     if pretrainer.discriminator is not None:
         pretrainer.discriminator.save(paths["discriminator"])
     standalone_generator(pretrainer.generator).save(paths["generator"])
     if pretrainer.discriminator is not None:
-        tokenizer = keras_hub.models.ElectraTokenizer(
-            vocabulary=list(vocabulary_tokens), lowercase=lowercase
-        )
         serving = DiscriminatorServing(
             pretrainer.discriminator,
-            tokenizer,
+            keras_hub.models.ElectraTokenizer(
+                vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+            ),
             sequence_length,
         )
         tf.saved_model.save(
@@ -140,9 +137,8 @@ def export_pretrained(pretrainer, vocabulary_tokens, export_dir, lowercase=True)
         )
     hub = export_tf_hub(
         pretrainer.discriminator_encoder,
-        vocabulary_tokens,
+        vocabulary,
         os.path.join(export_dir, "hub"),
-        lowercase=lowercase,
         seq_length=sequence_length,
     )
     paths.update({f"hub_{name}": path for name, path in hub.items()})
@@ -154,7 +150,7 @@ def load_generator(path):
     return keras.models.load_model(path, safe_mode=True)
 
 
-def export_encoder(encoder, vocabulary_tokens, export_dir, lowercase=True):
+def export_encoder(encoder, vocabulary: Vocabulary, export_dir):
     """The exports that need only an encoder (no RTD head, no generator).
 
     * `discriminator/`: the keras-hub preset (what `finetune/run.py
@@ -168,15 +164,12 @@ def export_encoder(encoder, vocabulary_tokens, export_dir, lowercase=True):
         "discriminator_preset": os.path.join(export_dir, "discriminator"),
         "encoder": os.path.join(export_dir, "encoder.keras"),
     }
-    save_keras_hub_preset(
-        encoder, vocabulary_tokens, paths["discriminator_preset"], lowercase=lowercase
-    )
+    save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
     encoder.save(paths["encoder"])
     hub = export_tf_hub(
         encoder,
-        vocabulary_tokens,
+        vocabulary,
         os.path.join(export_dir, "hub"),
-        lowercase=lowercase,
         seq_length=min(128, encoder.max_sequence_length),
     )
     paths.update({f"hub_{name}": path for name, path in hub.items()})

@@ -38,14 +38,13 @@ does, and pads to `seq_length`.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 
 import keras
 import keras_hub
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from electra_tf.data.vocabulary import check_vocabulary_fits
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -191,11 +190,11 @@ class HubPreprocessing(tf.Module):
 
 
 def export_hub_preprocessing(
-    vocabulary_tokens: Sequence[str], export_dir, lowercase=True, seq_length=128
+    vocabulary: Vocabulary, export_dir, seq_length=128
 ) -> str:
     """Saves the preprocessing that matches an encoder of this vocabulary."""
     tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary_tokens), lowercase=lowercase
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
     module = HubPreprocessing(tokenizer, seq_length=seq_length)
     ragged = tf.RaggedTensorSpec([None, None], tf.int32, ragged_rank=1)
@@ -215,17 +214,16 @@ def export_hub_preprocessing(
 
 
 def export_tf_hub(
-    encoder, vocabulary_tokens, export_dir, lowercase=True, seq_length=128
+    encoder, vocabulary: Vocabulary, export_dir, seq_length=128
 ) -> dict[str, str]:
     """`export_dir/encoder` and `export_dir/preprocessing`; returns both paths."""
-    check_vocabulary_fits(len(vocabulary_tokens), encoder.vocabulary_size)
+    check_vocabulary_fits(vocabulary.size, encoder.vocabulary_size)
     export_dir = os.fspath(export_dir)
     return {
         "encoder": export_hub_encoder(encoder, os.path.join(export_dir, "encoder")),
         "preprocessing": export_hub_preprocessing(
-            vocabulary_tokens,
+            vocabulary,
             os.path.join(export_dir, "preprocessing"),
-            lowercase=lowercase,
             seq_length=seq_length,
         ),
     }

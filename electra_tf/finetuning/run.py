@@ -98,8 +98,7 @@ def build_classifier(
     config: FinetuningConfig,
     pretrained: str | None = None,
     model_config: ModelConfig | None = None,
-    vocabulary_tokens: Sequence[str] | None = None,
-    lowercase: bool = True,
+    vocabulary: Vocabulary | None = None,
 ) -> ElectraTextClassifier:
     """A classifier for `task`: from a keras-hub preset, or randomly initialised.
 
@@ -108,11 +107,10 @@ def build_classifier(
         config: gives sequence length and head dropout.
         pretrained: a keras-hub ELECTRA preset (directory or name), or None
             for a randomly initialised encoder (the no-pre-training baseline),
-            which then needs `model_config` and `vocabulary_tokens`.
+            which then needs `model_config` and `vocabulary`.
         model_config: the encoder's architecture (random init only).
-        vocabulary_tokens: the WordPiece vocabulary (random init only).
-        lowercase: whether the tokenizer lower-cases (random init only; a
-            preset records its own).
+        vocabulary: the WordPiece `Vocabulary`, with its casing (random init
+            only; a preset records its own).
     """
     if pretrained is not None:
         return ElectraTextClassifier.from_preset(
@@ -121,13 +119,13 @@ def build_classifier(
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
         )
-    if model_config is None or vocabulary_tokens is None:
+    if model_config is None or vocabulary is None:
         raise ValueError("a randomly initialised classifier needs a model config")
     check_vocabulary_fits(
-        len(vocabulary_tokens), model_config.vocabulary_size, error=ConfigError
+        vocabulary.size, model_config.vocabulary_size, error=ConfigError
     )
     tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary_tokens), lowercase=lowercase
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
     return ElectraTextClassifier(
         backbone=ElectraEncoder.discriminator_from_config(model_config),
@@ -418,13 +416,13 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     data = load_task_data(task, data_dir, use_tfds=flags.tfds)
     # Model: a pre-trained preset, or random initialisation.
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
-    model_config = vocabulary_tokens = None
+    model_config = vocabulary = None
     if pretrained is None:
         vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
         model_config = get_preset(flags.preset).model.override(
             vocabulary_size=vocabulary.size
         )
-        vocabulary_tokens, hidden_dim = vocabulary.tokens, model_config.hidden_dim
+        hidden_dim = model_config.hidden_dim
     elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
         raise ConfigError(
             f"{pretrained} not found: run `python pretrain/run.py` first (the "
@@ -443,8 +441,7 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             config,
             pretrained,
             model_config=model_config,
-            vocabulary_tokens=vocabulary_tokens,
-            lowercase=flags.lowercase,
+            vocabulary=vocabulary,
         )
 
     output_dir = flags.output_dir or os.path.join("runs", "finetune", task.name)

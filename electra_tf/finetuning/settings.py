@@ -106,14 +106,19 @@ class FinetuningFlags:
     task: str = "sst2"
     # A keras-hub preset (directory or name), or "none": random initialisation.
     pretrained: str = DEMO_PRETRAINED
+    # GLUE data in the official layout, or tensorflow-datasets; neither: the demo.
     data_dir: str | None = None
     tfds: bool = False
+    # Default: runs/finetune/<task>.
     output_dir: str | None = None
+    # One run per seed; medians are reported.
     seeds: str = "1,2,3"
+    # The recipe's values unless given.
     epochs: int | None = None
     batch_size: int | None = None
     learning_rate: float | None = None
     layerwise_decay: float | None = None
+    # A JSON object (or dict) of FinetuningConfig fields.
     hparams: str | dict = "{}"
     # Random initialisation only: the model size and its vocabulary.
     preset: str = "tiny"

@@ -17,7 +17,6 @@ import dataclasses
 import json
 import os
 import pathlib
-from collections.abc import Sequence
 
 import keras
 import keras_hub
@@ -124,8 +123,7 @@ def write_pretraining_checkpoint(
     pretrainer: ElectraPretrainer,
     output_dir,
     step: int = 0,
-    vocabulary_tokens: Sequence[str] | None = None,
-    lowercase: bool = True,
+    vocabulary: Vocabulary | None = None,
     source: str = "",
 ) -> dict[str, str]:
     """Writes converted weights as our tools take them.
@@ -141,10 +139,8 @@ def write_pretraining_checkpoint(
     """
     output_dir = os.fspath(output_dir)
     paths = {"config": os.path.join(output_dir, "config.json")}
-    vocabulary = None
-    if vocabulary_tokens is not None:
+    if vocabulary is not None:
         # Checked before anything is written.
-        vocabulary = Vocabulary(tuple(vocabulary_tokens), "the converted vocabulary")
         check_vocabulary_fits(
             vocabulary.size,
             pretrainer.model_config.vocabulary_size,
@@ -162,12 +158,9 @@ def write_pretraining_checkpoint(
     if vocabulary is not None:
         paths["vocabulary"] = os.path.join(output_dir, "vocab.txt")
         with tf.io.gfile.GFile(paths["vocabulary"], "w") as f:
-            f.write("".join(token + "\n" for token in vocabulary.tokens))
+            f.write(vocabulary.to_text())
         exports = export_pretrained(
-            pretrainer,
-            vocabulary.tokens,
-            os.path.join(output_dir, "export"),
-            lowercase=lowercase,
+            pretrainer, vocabulary, os.path.join(output_dir, "export")
         )
         paths.update({f"export_{name}": path for name, path in exports.items()})
     with tf.io.gfile.GFile(paths["config"], "w") as f:
@@ -176,7 +169,7 @@ def write_pretraining_checkpoint(
                 "model": pretrainer.model_config.to_dict(),
                 "pretraining": pretrainer.pretraining_config.to_dict(),
                 "vocabulary": paths.get("vocabulary", ""),
-                "lowercase": lowercase,
+                "lowercase": vocabulary.lowercase if vocabulary else True,
                 "source": source,
                 "step": step,
                 "run_flags": flags,
@@ -194,14 +187,13 @@ class PretrainingCheckpoint:
     Attributes:
         pretrainer: an `ElectraPretrainer` holding its weights.
         step: the optimizer step stored in it.
-        vocabulary: the run's `Vocabulary`, or None if its file is gone.
-        lowercase: whether the run lower-cased its text.
+        vocabulary: the run's `Vocabulary` (with its casing), or None if its
+            file is gone.
     """
 
     pretrainer: ElectraPretrainer
     step: int
     vocabulary: Vocabulary | None
-    lowercase: bool
 
 
 def _newest_checkpoint(directory: str) -> str | None:
@@ -271,7 +263,9 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
             vocabulary_path = beside
     if vocabulary_path:
         try:
-            vocabulary = Vocabulary.from_file(vocabulary_path)
+            vocabulary = Vocabulary.from_file(
+                vocabulary_path, bool(config.get("lowercase", True))
+            )
         except VocabularyError:
             vocabulary = None
     if vocabulary is not None:
@@ -291,7 +285,6 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
         pretrainer=pretrainer,
         step=checkpoint_step(path),
         vocabulary=vocabulary,
-        lowercase=bool(config.get("lowercase", True)),
     )
 
 
@@ -349,65 +342,61 @@ class _VocabularyChoice:
     path: str | None
     lowercase: bool
 
-    def resolve(self, tokens, lowercase):
-        """(tokens or None, lowercase) from `path` or what the source had."""
+    def resolve(self, tokens, lowercase) -> Vocabulary | None:
+        """The vocabulary of `path`, else the source's `tokens` (if any)."""
         if self.path:
-            return Vocabulary.from_file(self.path).tokens, self.lowercase
-        if tokens is not None:
-            tokens = Vocabulary(tuple(tokens), "the source's vocabulary").tokens
-        return tokens, lowercase and self.lowercase
+            return Vocabulary.from_file(self.path, self.lowercase)
+        if tokens is None:
+            return None
+        return Vocabulary(
+            tuple(tokens), "the source's vocabulary", lowercase and self.lowercase
+        )
 
 
 def _hf_to_electra(output, vocabulary, *, discriminator, generator=None):
     if generator is None:
         checkpoint = hf_conversion.HfCheckpoint(discriminator)
         encoder = hf_conversion.load_hf_encoder(discriminator)
-        tokens, lowercase = vocabulary.resolve(
-            checkpoint.vocabulary, checkpoint.lowercase
-        )
-        if tokens is None:
+        vocabulary = vocabulary.resolve(checkpoint.vocabulary, checkpoint.lowercase)
+        if vocabulary is None:
             raise _no_vocabulary(discriminator)
-        export = os.path.join(output, "export")
-        return export_encoder(encoder, tokens, export, lowercase=lowercase), None
+        return export_encoder(encoder, vocabulary, os.path.join(output, "export")), None
     pair = hf_conversion.read_hf_pretraining_pair(discriminator, generator)
-    tokens, lowercase = vocabulary.resolve(pair.vocabulary, pair.lowercase)
+    vocabulary = vocabulary.resolve(pair.vocabulary, pair.lowercase)
     pretrainer = pretrainer_from_tensors(
-        pair.tensors, pair.model_config, pair.source, **_special_ids(tokens)
+        pair.tensors, pair.model_config, pair.source, **_special_ids(vocabulary)
     )
     paths = write_pretraining_checkpoint(
-        pretrainer, output, 0, tokens, lowercase, source=pair.source
+        pretrainer, output, 0, vocabulary, source=pair.source
     )
     return paths, run_flags(pretrainer.model_config)
 
 
 def _tf1_to_electra(output, vocabulary, *, checkpoint, num_heads=0, preset=None):
-    tokens, lowercase = vocabulary.resolve(None, True)
+    vocabulary = vocabulary.resolve(None, True)
     tf1_checkpoint = read_tf1_checkpoint(checkpoint)
     if not has_generator(tf1_checkpoint.tensors):
-        if tokens is None:
+        if vocabulary is None:
             raise _no_vocabulary(checkpoint)
         discriminator = load_tf1_discriminator(tf1_checkpoint.path, num_heads)
         export = os.path.join(output, "export")
-        return export_encoder(
-            discriminator.encoder, tokens, export, lowercase=lowercase
-        ), None
+        return export_encoder(discriminator.encoder, vocabulary, export), None
     model_config = None
     if preset:
         model_config = get_preset(preset).model
-        if tokens is not None:
-            model_config = model_config.override(vocabulary_size=len(tokens))
+        if vocabulary is not None:
+            model_config = model_config.override(vocabulary_size=vocabulary.size)
     pretrainer, tf1_checkpoint = load_tf1_pretrainer(
         tf1_checkpoint.path,
         model_config=model_config,
         num_heads=num_heads,
-        **_special_ids(tokens),
+        **_special_ids(vocabulary),
     )
     paths = write_pretraining_checkpoint(
         pretrainer,
         output,
         tf1_checkpoint.step,
-        tokens,
-        lowercase,
+        vocabulary,
         source=tf1_checkpoint.path,
     )
     return paths, run_flags(pretrainer.model_config)
@@ -416,20 +405,15 @@ def _tf1_to_electra(output, vocabulary, *, checkpoint, num_heads=0, preset=None)
 def _keras_hub_to_electra(output, vocabulary, *, preset):
     encoder = load_keras_hub_preset(preset)
     tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset)
-    export = os.path.join(output, "export")
-    paths = export_encoder(
-        encoder,
-        tokenizer.get_vocabulary(),
-        export,
-        lowercase=tokenizer.lowercase,
+    vocabulary = Vocabulary(
+        tuple(tokenizer.get_vocabulary()), preset, tokenizer.lowercase
     )
-    return paths, None
+    return export_encoder(encoder, vocabulary, os.path.join(output, "export")), None
 
 
 def _electra_to_hf(output, vocabulary, *, checkpoint, config=None):
     loaded = load_pretraining_checkpoint(checkpoint, config)
-    tokens = loaded.vocabulary.tokens if loaded.vocabulary else None
-    return save_hf_pretrainer(loaded.pretrainer, output, tokens, loaded.lowercase), None
+    return save_hf_pretrainer(loaded.pretrainer, output, loaded.vocabulary), None
 
 
 def _electra_to_keras_hub(output, vocabulary, *, checkpoint, config=None):
@@ -437,23 +421,19 @@ def _electra_to_keras_hub(output, vocabulary, *, checkpoint, config=None):
     if loaded.vocabulary is None:
         raise _no_vocabulary(checkpoint)
     save_keras_hub_preset(
-        loaded.pretrainer.discriminator_encoder,
-        loaded.vocabulary.tokens,
-        output,
-        lowercase=loaded.lowercase,
+        loaded.pretrainer.discriminator_encoder, loaded.vocabulary, output
     )
     return {"preset": output}, None
 
 
-def _special_ids(tokens):
-    if tokens is None:
+def _special_ids(vocabulary):
+    if vocabulary is None:
         return {}
-    index = {token: i for i, token in enumerate(tokens)}
     return dict(
-        pad_token_id=index["[PAD]"],
-        cls_token_id=index["[CLS]"],
-        sep_token_id=index["[SEP]"],
-        mask_token_id=index["[MASK]"],
+        pad_token_id=vocabulary.pad_id,
+        cls_token_id=vocabulary.cls_id,
+        sep_token_id=vocabulary.sep_id,
+        mask_token_id=vocabulary.mask_id,
     )
 
 

@@ -399,12 +399,7 @@ def run_pretraining(
             with tf.io.gfile.GFile(path, "w") as f:
                 json.dump(results, f, indent=2)
     if chief:
-        export_pretrained(
-            pretrainer,
-            vocabulary.tokens,
-            os.path.join(model_dir, "export"),
-            lowercase=vocabulary.lowercase,
-        )
+        export_pretrained(pretrainer, vocabulary, os.path.join(model_dir, "export"))
     elif tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)
     return results

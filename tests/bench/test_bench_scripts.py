@@ -40,10 +40,7 @@ def test_help_lists_the_flags(module, flags):
         "print('heavy:', sorted({'tensorflow', 'torch'} & set(sys.modules)))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr

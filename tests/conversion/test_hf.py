@@ -24,6 +24,7 @@ from electra_tf.conversion.hf import (
     save_hf_encoder,
     save_hf_pretrainer,
 )
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.errors import ConversionError
 from tests.helpers import (
     SPECIAL_TOKEN_IDS,
@@ -119,7 +120,7 @@ def test_single_towers_convert_too(expected):
 
 
 def test_ours_written_back_is_the_fixture(pretrainer, tmp_path):
-    vocabulary = (FIXTURE / "discriminator" / "vocab.txt").read_text().split()
+    vocabulary = Vocabulary.from_file(FIXTURE / "discriminator" / "vocab.txt")
     paths = save_hf_pretrainer(pretrainer, tmp_path, vocabulary)
     for tower in ("discriminator", "generator"):
         theirs = safetensors.numpy.load_file(FIXTURE / tower / "model.safetensors")

@@ -12,6 +12,7 @@ from electra_tf.conversion.keras_hub import (
     load_keras_hub_preset,
     save_keras_hub_preset,
 )
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.models.encoder import ElectraEncoder
 from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
 
@@ -35,7 +36,7 @@ def _vocabulary():
 
 
 def test_exported_preset_loads_in_keras_hub_with_same_outputs(encoder, tmp_path):
-    save_keras_hub_preset(encoder, _vocabulary(), tmp_path)
+    save_keras_hub_preset(encoder, Vocabulary(tuple(_vocabulary())), tmp_path)
     backbone = keras_hub.models.ElectraBackbone.from_preset(str(tmp_path))
     tokenizer = keras_hub.models.ElectraTokenizer.from_preset(str(tmp_path))
     assert tokenizer.vocabulary_size() == TINY_VOCABULARY_SIZE
@@ -77,14 +78,14 @@ def test_weights_map_exactly_and_only_gelu_differs(tiny_configs):
 
 def test_vocabulary_size_mismatch_is_refused(encoder, tmp_path):
     with pytest.raises(ConversionError, match="vocabulary has 10 tokens"):
-        save_keras_hub_preset(encoder, _vocabulary()[:10], tmp_path)
+        save_keras_hub_preset(encoder, Vocabulary(tuple(_vocabulary()[:10])), tmp_path)
 
 
 def test_broken_presets_are_named(encoder, tmp_path):
     import json
     import shutil
 
-    save_keras_hub_preset(encoder, _vocabulary(), tmp_path / "ok")
+    save_keras_hub_preset(encoder, Vocabulary(tuple(_vocabulary())), tmp_path / "ok")
     with pytest.raises(ConversionError, match="nowhere does not exist"):
         load_keras_hub_preset(str(tmp_path / "nowhere"))
     shutil.copytree(tmp_path / "ok", tmp_path / "no_weights")

@@ -143,7 +143,7 @@ def models(vocabulary, tmp_path_factory):
         mask_token_id=vocabulary.mask_id,
     )
     randomize_weights(pretrainer, seed=2)
-    paths = export_pretrained(pretrainer, vocabulary.tokens, root / "export")
+    paths = export_pretrained(pretrainer, vocabulary, root / "export")
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary.tokens), lowercase=True
     )

@@ -12,6 +12,7 @@ import tensorflow as tf
 
 import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.run import (
     build_classifier,
@@ -93,7 +94,7 @@ def mnli_run(tmp_path_factory):
             task,
             config,
             model_config=tiny_model_config(),
-            vocabulary_tokens=VOCABULARY,
+            vocabulary=Vocabulary(tuple(VOCABULARY)),
         )
 
     summary = run_finetuning(
@@ -265,7 +266,7 @@ def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
 
     preset = tmp_path / "discriminator"
     encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())
-    save_keras_hub_preset(encoder, VOCABULARY, str(preset))
+    save_keras_hub_preset(encoder, Vocabulary(tuple(VOCABULARY)), str(preset))
     # Re-save the tokenizer with a vocabulary of another size.
     tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=VOCABULARY[:150])
     tokenizer.save_to_preset(str(preset))

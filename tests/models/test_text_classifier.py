@@ -18,6 +18,7 @@ import tensorflow as tf
 
 import electra_tf.models.text_classifier
 import electra_tf.models.text_classifier_preprocessor
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.finetuning.glue_metrics import task_metrics
 from electra_tf.finetuning.glue_readers import read_glue_tsv
@@ -223,7 +224,7 @@ def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
 
     encoder = make_encoder()
     preset = tmp_path / "discriminator"
-    save_keras_hub_preset(encoder, vocabulary, str(preset))
+    save_keras_hub_preset(encoder, Vocabulary(tuple(vocabulary)), str(preset))
     classifier = ElectraTextClassifier.from_preset(
         str(preset), num_classes=3, sequence_length=16
     )
@@ -243,7 +244,7 @@ def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
     from electra_tf.conversion.keras_hub import save_keras_hub_preset
 
     preset = tmp_path / "discriminator"
-    save_keras_hub_preset(make_encoder(), vocabulary, str(preset))
+    save_keras_hub_preset(make_encoder(), Vocabulary(tuple(vocabulary)), str(preset))
     (vocabulary_file,) = preset.glob("assets/tokenizer/*.txt")
     vocabulary_file.write_text("\n".join(vocabulary[:150]) + "\n")
     with pytest.raises(PretrainedModelError, match="150 tokens .* 200 rows"):
