@@ -9,7 +9,9 @@ In the order a batch meets them:
 * `flops`: training FLOPs of every objective.
 * `callbacks`: checkpoints, non-finite loss, TensorBoard summaries.
 * `checkpoint`: the checkpoint format, read (step, weights) and written (from
-  converted weights).
+  converted weights), and `pretrain/convert.py`'s conversions.
 * `distributed_loop`: the multi-worker training loop (Keras' `fit` fails there).
-* `run`: a whole run: configs from flags, data, `fit`, evaluation, export.
+* `settings`: flags, a preset and `--hparams` -> the run's configs, in one pass.
+* `run`: a whole run: `pretrain(flags)`, and `run_pretraining` (data, `fit`,
+  evaluation, export).
 """
