@@ -23,12 +23,14 @@ def command_line(parse_args):
             try:
                 return run(args)
             except ElectraError as error:
-                # What a failed run left (e.g. a checkpoint restore that did
-                # not match) logs warnings when it is collected: collect it
-                # now, so that the one-line message stays the last printed.
-                gc.collect()
-                print(f"error: {error.one_line()}", file=sys.stderr)
-                return 2
+                message = f"error: {error.one_line()}"
+            # What the failed run left (e.g. a checkpoint restore that did not
+            # match) logs warnings when it is collected: collect it now (the
+            # error, which holds its frames, is gone), so that the one-line
+            # message stays the last thing printed.
+            gc.collect()
+            print(message, file=sys.stderr)
+            return 2
 
         main.__doc__ = run.__doc__
         return main

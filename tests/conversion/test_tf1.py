@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 import safetensors.numpy
 import tensorflow as tf
-from test_hf_conversion import TOLERANCE, all_positions
 
 from electra_tf.config import ModelConfig
 from electra_tf.conversion.original_layout import pretrainer_variables, read_tensors
@@ -31,6 +30,7 @@ from electra_tf.pretraining.checkpoint import (
     run_flags,
     write_pretraining_checkpoint,
 )
+from tests.conversion.test_hf import TOLERANCE, all_positions
 from tests.helpers import (
     HF_FIXTURE,
     SPECIAL_TOKEN_IDS,
