@@ -12,10 +12,11 @@ FROM python:3.11-slim
 
 ARG TF_PACKAGE=""
 WORKDIR /app
-COPY requirements.txt .
+# requirements.txt installs the project itself (-e .): its sources come first.
+COPY requirements.txt pyproject.toml ./
+COPY electra_tf electra_tf
 RUN pip install --no-cache-dir -r requirements.txt \
     && if [ -n "$TF_PACKAGE" ]; then pip install --no-cache-dir "$TF_PACKAGE"; fi
-COPY electra_tf electra_tf
 COPY pretrain pretrain
 COPY finetune finetune
 ENV TF_CPP_MIN_LOG_LEVEL=2

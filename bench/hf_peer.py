@@ -95,7 +95,7 @@ class HfElectraPretraining:
         self.discriminator.train()
 
     def _mask(self, token_ids, attention_mask):
-        """ELECTRA's masking rule (`electra_tf.masking`), written in torch.
+        """ELECTRA's masking rule (`electra_tf.pretraining.masking`), written in torch.
 
         `max(1, min(N, round(real tokens * mask_prob)))` positions drawn
         uniformly without replacement from the non-special real tokens; 85%

@@ -1,4 +1,5 @@
-"""What each benchmark records next to its figures: command, date, machine."""
+"""The header every benchmark and study puts first in its result JSON: command,
+commit, date, machine and package versions (`run_info`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import datetime
 import importlib
 import os
 import pathlib
+import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -38,12 +40,29 @@ def versions() -> dict:
     return found
 
 
+def _git(*args: str) -> str:
+    command = ["git", "-C", str(REPO), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout
+
+
+def commit() -> str:
+    """The checkout's commit (with "+changes" if the tree differs), or "unknown"."""
+    try:
+        head = _git("rev-parse", "--short", "HEAD").strip()
+        changed = _git("status", "--porcelain", "--untracked-files=no").strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return (head or "unknown") + ("+changes" if head and changed else "")
+
+
 def run_info(script: str) -> dict:
-    """The `command`, `date`, `machine` and `versions` entries of a report."""
+    """The `command`, `commit`, `date`, `machine` and `versions` of a report."""
+    module = pathlib.Path(os.path.relpath(os.path.abspath(script), REPO))
     return {
         "command": " ".join(
-            [os.path.relpath(os.path.abspath(script), REPO)] + sys.argv[1:]
+            ["python -m " + ".".join(module.with_suffix("").parts)] + sys.argv[1:]
         ),
+        "commit": commit(),
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
         "versions": versions(),

@@ -1,0 +1,77 @@
+"""ELECTRA in Keras 3 / TensorFlow: the public API.
+
+`import electra_tf` registers every Keras class of ours, so that
+`keras.models.load_model` reads our `.keras` exports, and gives:
+
+* the models: `ElectraEncoder`, `ElectraGenerator`, `ElectraDiscriminator`,
+  `ElectraPretrainer`, `ElectraTextClassifier` and its preprocessor;
+* the configs and presets: `ModelConfig`, `PretrainingConfig`, `OptimizerConfig`,
+  `TrainingConfig`, `get_preset`, `resolve_configs`;
+* pre-training: `Vocabulary`, `prepare_pretraining_data`, `run_pretraining`,
+  `pretrain`; fine-tuning: `get_task`, `run_finetuning`;
+* the exports' and checkpoints' loaders: `load_generator`,
+  `load_pretraining_checkpoint`, `load_hf_pretrainer`, `load_tf1_pretrainer`,
+  `load_keras_hub_preset`;
+* `ElectraError`, the base of every error a user can cause.
+
+The folders hold the rest: `models/`, `pretraining/`, `finetuning/`, `data/`,
+`export/`, `conversion/`, `optimization/`.
+"""
+
+from electra_tf.config import (
+    ModelConfig,
+    OptimizerConfig,
+    PretrainingConfig,
+    TrainingConfig,
+)
+from electra_tf.conversion.hf import load_hf_pretrainer
+from electra_tf.conversion.keras_hub import load_keras_hub_preset
+from electra_tf.conversion.tf1 import load_tf1_pretrainer
+from electra_tf.data.preparation import prepare_pretraining_data
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.errors import ElectraError
+from electra_tf.export.pretrained import load_generator
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.run import run_finetuning
+from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
+from electra_tf.models.discriminator import ElectraDiscriminator
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.generator import ElectraGenerator
+from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
+from electra_tf.presets import get_preset
+from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
+from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.pretraining.run import pretrain, run_pretraining
+from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
+
+__all__ = [
+    "ElectraAllTokensMLM",
+    "ElectraDiscriminator",
+    "ElectraEncoder",
+    "ElectraError",
+    "ElectraGenerator",
+    "ElectraPretrainer",
+    "ElectraTextClassifier",
+    "ElectraTextClassifierPreprocessor",
+    "ModelConfig",
+    "OptimizerConfig",
+    "PretrainingConfig",
+    "PretrainingFlags",
+    "TrainingConfig",
+    "Vocabulary",
+    "get_preset",
+    "get_task",
+    "load_generator",
+    "load_hf_pretrainer",
+    "load_keras_hub_preset",
+    "load_pretraining_checkpoint",
+    "load_tf1_pretrainer",
+    "prepare_pretraining_data",
+    "pretrain",
+    "resolve_configs",
+    "run_finetuning",
+    "run_pretraining",
+]

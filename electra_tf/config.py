@@ -15,8 +15,10 @@ import dataclasses
 import json
 from typing import Any, Self
 
+from electra_tf.errors import ElectraError
 
-class ConfigError(ValueError):
+
+class ConfigError(ElectraError, ValueError):
     """A configuration value is unknown, of the wrong type or out of range."""
 
 
@@ -156,7 +158,8 @@ DEFAULT_DISC_WEIGHTS = {
     "replace_mlm": 1.0,
     "all_tokens_mlm": 1.0,
 }
-# The keys of `electra_tf.sampling.SAMPLERS` (not imported: no TensorFlow here).
+# The keys of `electra_tf.pretraining.sampling.SAMPLERS` (not imported: no
+# TensorFlow here).
 SAMPLERS = ("gumbel_max", "inverse_cdf")
 
 
@@ -192,7 +195,7 @@ class PretrainingConfig(_Config):
     # Never sample the original token (its logit is pushed down by 1e3).
     disallow_correct: bool = False
     # How replacements are drawn from softmax(logits / temperature): both are
-    # exact samples of it (tests/test_sampling.py). "inverse_cdf" draws one
+    # exact samples of it (tests/pretraining/test_sampling.py). "inverse_cdf" draws one
     # uniform number per slot instead of a Gumbel number and two logarithms
     # per vocabulary entry: the small step on 2 CPU cores takes 7% less
     # time (BENCHMARKS.md sections 3 and 7). "gumbel_max" is the original's.
@@ -349,28 +352,51 @@ class TrainingConfig(_Config):
             )
 
 
-def apply_hparams(
+def parse_hparams(hparams: str | dict, flag: str = "--hparams") -> dict[str, Any]:
+    """`--hparams` (or another `flag`) as a dict; not a JSON object raises
+    `ConfigError` naming the flag."""
+    if isinstance(hparams, dict):
+        return dict(hparams)
+    try:
+        parsed = json.loads(hparams)
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{flag} is not valid JSON: {error}") from error
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"{flag} must be a JSON object, got {hparams!r}")
+    return parsed
+
+
+def route_hparams(
     configs: dict[str, _Config], hparams: dict[str, Any]
-) -> dict[str, _Config]:
-    """Routes flat `{name: value}` overrides to the config that has the field.
+) -> dict[str, dict[str, Any]]:
+    """Sorts flat `{name: value}` overrides by the config that has the field.
 
     Field names are unique across our configs, so `{"mask_prob": 0.2,
     "hidden_dim": 128}` needs no nesting. A key no config has raises
-    `ConfigError` naming it.
+    `ConfigError` naming it. Returns `{config name: {field: value}}`, with an
+    entry (maybe empty) for every config.
     """
-    updated = dict(configs)
+    fields = {
+        name: {f.name for f in dataclasses.fields(config)}
+        for name, config in configs.items()
+    }
+    routed: dict[str, dict[str, Any]] = {name: {} for name in configs}
     for key, value in hparams.items():
-        owners = [
-            name
-            for name, config in updated.items()
-            if key in {f.name for f in dataclasses.fields(config)}
-        ]
+        owners = [name for name in configs if key in fields[name]]
         if not owners:
-            known = sorted(
-                f.name
-                for config in updated.values()
-                for f in dataclasses.fields(config)
-            )
+            known = sorted(set().union(*fields.values()))
             raise ConfigError(f"Unknown hparam {key!r}; known: {', '.join(known)}")
-        updated[owners[0]] = updated[owners[0]].override(**{key: value})
-    return updated
+        routed[owners[0]][key] = value
+    return routed
+
+
+def apply_hparams(
+    configs: dict[str, _Config], hparams: dict[str, Any]
+) -> dict[str, _Config]:
+    """`configs` with flat `{name: value}` overrides applied (see `route_hparams`).
+
+    Each config is rebuilt once with all of its changes, so values that must
+    agree (`train_steps` and `checkpoint_every`) may change together.
+    """
+    routed = route_hparams(configs, hparams)
+    return {name: config.override(**routed[name]) for name, config in configs.items()}

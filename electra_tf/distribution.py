@@ -8,9 +8,10 @@ import keras
 import tensorflow as tf
 
 from electra_tf.config import ConfigError
+from electra_tf.errors import ElectraError
 
 
-class DistributionError(RuntimeError):
+class DistributionError(ElectraError, RuntimeError):
     """A strategy cannot be set up here (no TPU, a bad TF_CONFIG, ...)."""
 
 

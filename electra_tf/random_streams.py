@@ -20,8 +20,8 @@ the same global example index, so it too is replica-count independent.
 
 The hash is Chris Wellons' "lowbias32" integer mixer applied in layers
 (key -> example -> element); its outputs pass the statistical tests in
-`tests/test_sampling.py`, `tests/test_masking.py` and
-`tests/test_hashed_dropout.py`. It is not cryptographic and needs not be.
+`tests/pretraining/test_sampling.py`, `tests/pretraining/test_masking.py` and
+`tests/models/test_hashed_dropout.py`. It is not cryptographic and needs not be.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""Run by tests/test_distribution.py in a fresh process (logical devices must be
-configured before TensorFlow initialises): training steps on 2 logical CPUs
-under MirroredStrategy vs steps on one device, same global batch, without and
-with dropout. Prints the largest weight differences as JSON."""
+"""Run by tests/test_distribution.py as `python -m tests.mirrored_step_check`, in a
+fresh process (logical devices must be configured before TensorFlow initialises):
+training steps on 2 logical CPUs under MirroredStrategy vs steps on one device,
+same global batch, without and with dropout. Prints the largest weight
+differences as JSON."""
 
 import json
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
@@ -15,14 +15,12 @@ tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2
 )
 
-sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-from conftest import make_pretrainer, random_batch  # noqa: E402
 
-from electra_tf.optimizer import ElectraAdam, ElectraLossScaleOptimizer  # noqa: E402
+from electra_tf.optimization.optimizer import ElectraAdam, ElectraLossScaleOptimizer  # noqa: E402
 from electra_tf.presets import get_preset  # noqa: E402
+from tests.helpers import make_pretrainer, random_batch  # noqa: E402
 
 
 def build(strategy, weights=None, optimizer=None, dropout=0.0, seed_states=None):

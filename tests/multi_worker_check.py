@@ -1,25 +1,19 @@
 """One worker of the multi-worker test: `pretrain/run.py` as the user runs it.
 
 Run by tests/test_distribution.py in one process per worker, each with its own
-TF_CONFIG: `python multi_worker_check.py WEIGHTS.npz RUN_ARGS...`. It calls
+TF_CONFIG: `python -m tests.multi_worker_check WEIGHTS.npz RUN_ARGS...`. It calls
 `pretrain/run.py`'s `main(RUN_ARGS)` unchanged, keeping a reference to the
 model it builds, then saves that model's final weights to WEIGHTS.npz, so the
 test can compare the workers (a non-chief worker keeps no checkpoint).
 """
 
 import os
-import pathlib
 import sys
 
 import numpy as np
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "pretrain"))
-
-import run  # noqa: E402  (pretrain/run.py)
-
-import electra_tf.pretraining as pretraining  # noqa: E402
+import electra_tf.pretraining.run as pretraining
+from electra_tf.cli import pretrain as run
 
 built = []
 _build_pretrainer = pretraining.build_pretrainer

@@ -68,7 +68,7 @@ def test_batch_not_divisible_by_the_replicas_is_refused(tmp_path):
     import types
 
     from electra_tf.presets import get_preset
-    from electra_tf.pretraining import run_pretraining
+    from electra_tf.pretraining.run import run_pretraining
 
     preset = get_preset("tiny")
     training = TrainingConfig(model_dir=str(tmp_path), batch_size=8)

@@ -21,7 +21,9 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import (
+
+from electra_tf.optimization.optimizer import ElectraAdam
+from tests.helpers import (
     CLS,
     MASK,
     PAD,
@@ -30,8 +32,6 @@ from conftest import (
     make_pretrainer,
     random_batch,
 )
-
-from electra_tf.optimizer import ElectraAdam
 
 HERE = pathlib.Path(__file__).parent
 REPO = HERE.parent
@@ -42,10 +42,11 @@ WORKER_TIMEOUT = 420
 
 def test_mirrored_two_replicas_match_one_device():
     result = subprocess.run(
-        [sys.executable, str(HERE / "mirrored_step_check.py")],
+        [sys.executable, "-m", "tests.mirrored_step_check"],
         capture_output=True,
         text=True,
         timeout=300,
+        cwd=REPO,  # where `tests` is a package
     )
     assert result.returncode == 0, result.stderr[-3000:]
     figures = json.loads(result.stdout.strip().splitlines()[-1])
@@ -82,7 +83,7 @@ def _free_ports(count):
 def multi_worker_data(tmp_path_factory):
     """4 train and 2 eval shards (each of the 2 hosts reads its own files)."""
     from electra_tf.data.tfrecord_writer import build_pretraining_data
-    from electra_tf.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+    from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
 
     data_dir = tmp_path_factory.mktemp("multi_worker_data")
     build_pretraining_data(
@@ -118,7 +119,8 @@ def _run_workers(data_dir, model_dir, steps, output_dir):
                 subprocess.Popen(
                     [
                         sys.executable,
-                        str(HERE / "multi_worker_check.py"),
+                        "-m",
+                        "tests.multi_worker_check",
                         str(output_dir / f"weights{index}.npz"),
                         "--strategy",
                         "multi_worker",
@@ -141,6 +143,7 @@ def _run_workers(data_dir, model_dir, steps, output_dir):
                         '{"eval_steps": 2, "total_steps": 6}',
                     ],
                     env={**os.environ, "TF_CONFIG": json.dumps(tf_config)},
+                    cwd=REPO,
                     stdout=log,
                     stderr=subprocess.STDOUT,
                 )
@@ -306,7 +309,7 @@ def _tiny(dropout=None):
 
 def _tiny_vocabulary():
     """A vocabulary of the tests' tiny size with the special ids of conftest."""
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.data.vocabulary import Vocabulary
 
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     assert [specials.index(t) for t in ("[PAD]", "[CLS]", "[SEP]", "[MASK]")] == [
@@ -334,7 +337,7 @@ def test_train_step_compiles_with_xla_as_on_tpu():
     )
     assert all(spec.shape == (8, 32) for spec in dataset.element_spec.values())
     from electra_tf.config import OptimizerConfig
-    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.pretraining.run import build_pretrainer
 
     with _policy("mixed_bfloat16"):
         # As pretrain/run.py builds it: the warm-up x decay schedule, decoupled
@@ -421,8 +424,8 @@ def test_bfloat16_losses_track_float32():
 
 def test_float16_scales_the_loss_and_trains():
     from electra_tf.config import OptimizerConfig
-    from electra_tf.optimizer import ElectraLossScaleOptimizer
-    from electra_tf.pretraining import build_pretrainer
+    from electra_tf.optimization.optimizer import ElectraLossScaleOptimizer
+    from electra_tf.pretraining.run import build_pretrainer
 
     vocabulary = _tiny_vocabulary()
     with _policy("mixed_float16"):

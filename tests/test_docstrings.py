@@ -4,21 +4,21 @@ import doctest
 
 import pytest
 
-import electra_tf.conversion_error
-import electra_tf.encoder
-import electra_tf.hf_conversion
-import electra_tf.pretraining_checkpoint
-import electra_tf.schedule
+import electra_tf.conversion.hf
+import electra_tf.errors
+import electra_tf.models.encoder
+import electra_tf.optimization.schedule
+import electra_tf.pretraining.checkpoint
 
 
 @pytest.mark.parametrize(
     "module",
     [
-        electra_tf.conversion_error,
-        electra_tf.encoder,
-        electra_tf.hf_conversion,
-        electra_tf.pretraining_checkpoint,
-        electra_tf.schedule,
+        electra_tf.errors,
+        electra_tf.models.encoder,
+        electra_tf.conversion.hf,
+        electra_tf.pretraining.checkpoint,
+        electra_tf.optimization.schedule,
     ],
 )
 def test_docstring_examples_run(module):

@@ -18,8 +18,8 @@ from electra_tf.config import (
     TrainingConfig,
 )
 from electra_tf.data.tfrecord_writer import build_pretraining_data
-from electra_tf.pretraining import run_pretraining
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.pretraining.run import run_pretraining
 
 REPO = pathlib.Path(__file__).parents[1]
 ROOT = "ram://electra_remote_paths"

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from electra_tf.export import load_generator
+from electra_tf.export.pretrained import load_generator
 
 REPO = pathlib.Path(__file__).parents[1]
 # Ways Python code can run what a file says. `eval(`/`exec(` are matched as

@@ -27,6 +27,8 @@ from collections.abc import Iterable, Iterator
 
 import tensorflow as tf
 
+from electra_tf.errors import ElectraError
+
 # The bundled demo corpus (excerpts of the Brown Corpus and of the Python manual;
 # see electra_tf/assets/README.md).
 DEMO_CORPUS = os.path.join(
@@ -38,7 +40,7 @@ DEMO_CORPUS = os.path.join(
 _BLOCK_BYTES = 1 << 20
 
 
-class CorpusError(ValueError):
+class CorpusError(ElectraError, ValueError):
     """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
 
 

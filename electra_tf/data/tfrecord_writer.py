@@ -2,7 +2,7 @@
 
 >>> import shutil, tempfile
 >>> from electra_tf.data.corpus import DEMO_CORPUS
->>> from electra_tf.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+>>> from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
 >>> output_dir = tempfile.mkdtemp()
 >>> stats = build_pretraining_data(
 ...     [os.path.join(DEMO_CORPUS, "pydoc.txt.gz")],
@@ -62,6 +62,7 @@ from electra_tf.data.tfrecord_format import (
     VOCABULARY_FILE,
     serialize_examples,
 )
+from electra_tf.errors import ElectraError
 
 SPLITS = ("train", "eval")
 # Files being written carry this prefix: hidden, and never matched by `train-*`,
@@ -86,7 +87,7 @@ _TOKENIZE_BATCH = 4096
 _CHUNKS_IN_FLIGHT_PER_PROCESS = 2
 
 
-class BuildError(ValueError):
+class BuildError(ElectraError, ValueError):
     """The build's arguments or output directory do not allow it to run."""
 
 
@@ -132,7 +133,7 @@ def build_pretraining_data(
         input_files: corpus files, directories or glob patterns (see
             `corpus.expand_paths`: one sentence per line, blank line between
             documents; plain or .gz; local or gs://).
-        vocabulary: an `electra_tf.vocabulary.Vocabulary`.
+        vocabulary: an `electra_tf.data.vocabulary.Vocabulary`.
         output_dir: where the shards, `vocab.txt` and `stats.json` go; created
             if missing; must be empty unless `overwrite`.
         max_seq_length: L, the length of every example.

@@ -1,0 +1,7 @@
+"""Benchmarks and studies; run from the repository root as modules, e.g.
+`python -m bench.suite.step_time --help` (see BENCHMARKS.md).
+
+* `suite/`: throughput, step time, data path, serving latency, conversion parity.
+* `studies/`: the objectives at equal compute and the plateau probes.
+* `results/`: what they wrote, each JSON with the `run_info` header.
+"""

@@ -1,0 +1,1 @@
+"""Studies: the objectives at equal compute, and the probes of the RTD plateau."""

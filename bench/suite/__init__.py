@@ -1,0 +1,1 @@
+"""The benchmark suite: what BENCHMARKS.md measures for speed and parity."""

@@ -1,0 +1,38 @@
+"""The command lines (console scripts declared in pyproject.toml): each parses its
+flags and calls one library function; `command_line` prints an `ElectraError` in
+one line (exit status 2) instead of a traceback."""
+
+import gc
+import logging
+import sys
+
+from electra_tf.errors import ElectraError
+
+
+def command_line(parse_args):
+    """Turns `run(args) -> int` into the command's `main(argv=None) -> int`.
+
+    `main` parses the flags with `parse_args`, logs INFO to stderr, and catches
+    every `ElectraError`, once, printing it on one line (exit status 2).
+    """
+
+    def decorate(run):
+        def main(argv=None) -> int:
+            args = parse_args(argv)
+            logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+            try:
+                return run(args)
+            except ElectraError as error:
+                message = f"error: {error.one_line()}"
+            # What the failed run left (e.g. a checkpoint restore that did not
+            # match) logs warnings when it is collected: collect it now (the
+            # error, which holds its frames, is gone), so that the one-line
+            # message stays the last thing printed.
+            gc.collect()
+            print(message, file=sys.stderr)
+            return 2
+
+        main.__doc__ = run.__doc__
+        return main
+
+    return decorate

@@ -1,0 +1,114 @@
+"""Pre-train ELECTRA: `python pretrain/run.py [flags]`.
+
+With no flags, runs the built-in demo: learns an 8k WordPiece vocabulary from
+the small corpus shipped in `electra_tf/assets/corpus`, builds TFRecords from
+it, trains the `tiny` preset on the CPU for a few minutes, evaluates on a
+held-out shard and exports the discriminator (keras-hub preset and SavedModel)
+and the generator under `runs/pretrain/export`.
+Rerunning the same command resumes from the newest checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+from electra_tf.cli import command_line
+from electra_tf.config import OBJECTIVES, PRECISIONS, STRATEGIES
+from electra_tf.pretraining.run import pretrain
+from electra_tf.pretraining.settings import PretrainingFlags
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    # A table of flags, one call each: kept as written.
+    # fmt: off
+    add = parser.add_argument_group("data").add_argument
+    add("--data", help="TFRecord pattern(s) of training data (comma-separated), "
+        "as written by pretrain/build_data.py. Default: built from --corpus.")
+    add("--skip-corrupt-files", action="store_true", help="Read every TFRecord "
+        "once first and leave out damaged or truncated files (logged). Without "
+        "it, a damaged record stops the run with an error naming its file.")
+    add("--eval-data", help="TFRecord pattern(s) of held-out data. Default: the "
+        "eval shards next to --data, if any.")
+    add("--corpus", action="append", help="Raw text (files, dirs or globs; one "
+        "sentence per line, blank line between documents) to build TFRecords "
+        "from without --data. Default: the demo corpus in electra_tf/assets.")
+    add("--vocab", help="WordPiece vocab.txt, e.g. electra_tf/assets/vocab.txt "
+        "(BERT uncased). Default: the vocab.txt next to --data; with --corpus, "
+        "one learned from it (--learn-vocab-size).")
+    add("--learn-vocab-size", type=int, default=8192,
+        help="Size of the vocabulary learned from --corpus without --vocab.")
+    add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
+    # fmt: on
+    add = parser.add_argument_group("model and objective").add_argument
+    add(
+        "--preset",
+        default="tiny",
+        help="tiny (default), small, small++, base or large.",
+    )
+    add(
+        "--objective",
+        choices=OBJECTIVES,
+        help="What the discriminator-sized "
+        "model learns (default: electra): replaced token detection over all "
+        "tokens (electra) or only the masked ones (electra_15); BERT's MLM (mlm); "
+        "MLM on generator samples instead of [MASK] (replace_mlm); every token's "
+        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3.",
+    )
+    add(
+        "--hparams",
+        default="{}",
+        help="JSON object of config overrides, e.g. "
+        '\'{"mask_prob": 0.2, "generator_hidden_size": 0.5}\'. Unknown keys are '
+        "an error.",
+    )
+    add(
+        "--init-checkpoint",
+        help="Start from this checkpoint's weights (an "
+        "earlier run's); its step offsets the learning-rate schedule.",
+    )
+    # fmt: off
+    add = parser.add_argument_group("run").add_argument
+    add("--model-dir", default="runs/pretrain", help="Output directory (resumable).")
+    add("--steps", type=int, help="Training steps (updates).")
+    add("--batch-size", type=int, help="GLOBAL batch size.")
+    add("--learning-rate", type=float, help="Peak learning rate.")
+    add("--max-seq-length", type=int, help="Sequence length of data and model.")
+    add("--checkpoint-every", type=int, help="Steps between checkpoints and logs.")
+    add("--precision", default="float32", choices=PRECISIONS)
+    add("--strategy", default="default", choices=STRATEGIES, help="default: one "
+        "device; mirrored: all local GPUs (or --devices); multi_worker: several "
+        "hosts, each with its own TF_CONFIG (needs --data); tpu: the TPU --tpu.")
+    add("--devices", help="With --strategy mirrored: the devices to mirror over, "
+        "e.g. /gpu:0,/gpu:2 (default: every local GPU, else the CPU).")
+    add("--tpu", help="TPU name or grpc:// address; 'local' on a TPU VM.")
+    add("--tpu-zone")
+    add("--gcp-project")
+    add("--steps-per-execution", type=int, default=1, help="Steps per host call.")
+    add("--jit", default="auto", choices=["auto", "on", "off"], help="Compile the "
+        "train step with XLA; auto = on (also on CPUs, where it is faster once "
+        "compiled); off for debugging or very short runs.")
+    # fmt: on
+    return parser.parse_args(argv)
+
+
+@command_line(parse_args)
+def main(args) -> int:
+    flags = vars(args)
+    flags["corpus"] = tuple(flags["corpus"] or ())
+    flags["lowercase"] = not flags.pop("no_lowercase")
+    results = pretrain(PretrainingFlags(**flags))
+    if results:
+        shown = {k: round(v, 4) for k, v in results.items()}
+        logging.info("Held-out evaluation: %s", shown)
+    logging.info("Exports in %s", os.path.join(args.model_dir, "export"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

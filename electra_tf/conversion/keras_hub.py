@@ -1,0 +1,194 @@
+"""Weights between our `ElectraEncoder` and `keras_hub.models.ElectraBackbone`.
+
+The two share layer names, so conversion copies layer by layer. What differs:
+
+* keras-hub's backbone computes GELU with the tanh approximation and has a
+  tanh pooler (`pooled_dense`) the original ELECTRA does not have. Going to
+  keras-hub, `pooled_dense` is set to the identity (kernel I, bias 0), so its
+  `pooled_output` is `tanh(sequence_output[:, 0])`; coming from keras-hub it
+  is dropped. The sequence outputs of the two differ only by the GELU form
+  (about 1e-3 relative for the tiny test model; see tests).
+* keras-hub fixes LayerNorm epsilon at 1e-12, the original's value; an encoder
+  with another epsilon is refused rather than silently changed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.errors import ConversionError
+from electra_tf.models.encoder import ElectraEncoder
+
+__all__ = [
+    "ConversionError",
+    "copy_layer_weights",
+    "encoder_from_keras_hub",
+    "keras_hub_backbone_from_encoder",
+    "load_keras_hub_preset",
+    "save_keras_hub_preset",
+]
+
+
+def _weight_layers(encoder) -> list[str]:
+    names = ["token_embedding", "position_embedding", "segment_embedding"]
+    names.append("embeddings_layer_norm")
+    if encoder.hidden_dim != encoder.embedding_dim:
+        names.append("embeddings_projection")
+    names += [f"transformer_layer_{i}" for i in range(encoder.num_layers)]
+    return names
+
+
+def copy_layer_weights(source, target, layer_names) -> None:
+    """Copies weights of same-named layers.
+
+    Nothing is copied unless every layer fits.
+
+    Raises:
+        ConversionError: listing every missing layer and every tensor whose
+            shape differs, tensor by tensor.
+    """
+    problems, copies = [], []
+    for name in layer_names:
+        try:
+            source_weights = source.get_layer(name).get_weights()
+            target_layer = target.get_layer(name)
+        except ValueError as error:
+            problems.append(f"{name}: missing ({error})")
+            continue
+        target_weights = target_layer.get_weights()
+        if len(source_weights) != len(target_weights):
+            problems.append(
+                f"{name}: {len(source_weights)} tensors in the source, "
+                f"{len(target_weights)} in the target"
+            )
+            continue
+        fits = True
+        for variable, s, t in zip(target_layer.weights, source_weights, target_weights):
+            if s.shape != t.shape:
+                fits = False
+                problems.append(
+                    f"{variable.path}: shape {list(s.shape)} in the source, "
+                    f"{list(t.shape)} in the target"
+                )
+        if fits:
+            copies.append((target_layer, source_weights))
+    if problems:
+        raise ConversionError("Weights do not match", problems)
+    for target_layer, weights in copies:
+        target_layer.set_weights(weights)
+
+
+def keras_hub_backbone_from_encoder(encoder: ElectraEncoder):
+    """A `keras_hub.models.ElectraBackbone` holding `encoder`'s weights."""
+    if encoder.layer_norm_epsilon != 1e-12:
+        raise ConversionError(
+            "keras-hub's ElectraBackbone fixes layer_norm_epsilon at 1e-12; "
+            f"this encoder uses {encoder.layer_norm_epsilon}"
+        )
+    backbone = keras_hub.models.ElectraBackbone(
+        vocab_size=encoder.vocabulary_size,
+        num_layers=encoder.num_layers,
+        num_heads=encoder.num_heads,
+        hidden_dim=encoder.hidden_dim,
+        embedding_dim=encoder.embedding_dim,
+        intermediate_dim=encoder.intermediate_dim,
+        dropout=encoder.dropout,
+        max_sequence_length=encoder.max_sequence_length,
+        num_segments=encoder.num_segments,
+    )
+    copy_layer_weights(encoder, backbone, _weight_layers(encoder))
+    backbone.get_layer("pooled_dense").set_weights(
+        [np.eye(encoder.hidden_dim, dtype="float32"), np.zeros(encoder.hidden_dim)]
+    )
+    return backbone
+
+
+def encoder_from_keras_hub(backbone, dtype=None) -> ElectraEncoder:
+    """An `ElectraEncoder` (exact GELU, no pooler) with `backbone`'s weights."""
+    encoder = ElectraEncoder(
+        vocabulary_size=backbone.vocab_size,
+        num_layers=backbone.num_layers,
+        num_heads=backbone.num_heads,
+        hidden_dim=backbone.hidden_dim,
+        embedding_dim=backbone.embedding_dim,
+        intermediate_dim=backbone.intermediate_dim,
+        dropout=backbone.dropout,
+        max_sequence_length=backbone.max_sequence_length,
+        num_segments=backbone.num_segments,
+        dtype=dtype,
+    )
+    copy_layer_weights(backbone, encoder, _weight_layers(encoder))
+    return encoder
+
+
+def save_keras_hub_preset(encoder, vocabulary: Vocabulary, preset_dir):
+    """Writes `encoder` and its tokenizer as a keras-hub preset directory.
+
+    `keras_hub.models.ElectraBackbone.from_preset(preset_dir)` and
+    `keras_hub.models.ElectraTokenizer.from_preset(preset_dir)` load it.
+    """
+    backbone = keras_hub_backbone_from_encoder(encoder)
+    check_vocabulary_fits(
+        vocabulary.size, encoder.vocabulary_size, error=ConversionError
+    )
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+    )
+    preset_dir = str(preset_dir)
+    if "://" not in preset_dir:
+        backbone.save_to_preset(preset_dir)
+        tokenizer.save_to_preset(preset_dir)
+        return
+    # keras-hub writes presets with `os` and `open`, which know only local
+    # paths: write locally, then copy to gs:// (or any tf.io.gfile path).
+    with tempfile.TemporaryDirectory() as local:
+        backbone.save_to_preset(local)
+        tokenizer.save_to_preset(local)
+        _copy_tree(local, preset_dir)
+
+
+def _copy_tree(source: str, destination: str) -> None:
+    """Copies a local directory to a `tf.io.gfile` path, files overwritten."""
+    for directory, _, files in os.walk(source):
+        relative = os.path.relpath(directory, source)
+        target = destination if relative == "." else f"{destination}/{relative}"
+        tf.io.gfile.makedirs(target)
+        for name in files:
+            tf.io.gfile.copy(
+                os.path.join(directory, name),
+                f"{target}/{name}",
+                overwrite=True,
+            )
+
+
+def load_keras_hub_preset(preset, dtype=None) -> ElectraEncoder:
+    """Our encoder from a keras-hub ELECTRA preset (a directory or a preset name).
+
+    Raises:
+        ConversionError: naming the preset and what is wrong with it (a missing
+            directory or file, or weights whose shapes the config does not
+            have), instead of keras-hub's generic messages.
+    """
+    preset = str(preset)
+    if os.path.sep in preset or os.path.exists(preset):
+        if not os.path.isdir(preset):
+            raise ConversionError(f"preset directory {preset} does not exist")
+        for name in ("config.json", "model.weights.h5"):
+            if not os.path.exists(os.path.join(preset, name)):
+                raise ConversionError(
+                    f"preset directory {preset} has no {name}: not a complete "
+                    "keras-hub preset (see save_keras_hub_preset)"
+                )
+    try:
+        backbone = keras_hub.models.ElectraBackbone.from_preset(preset)
+    except (ValueError, OSError) as error:
+        raise ConversionError(
+            f"cannot load keras-hub preset {preset}: {error}"
+        ) from error
+    return encoder_from_keras_hub(backbone, dtype=dtype)

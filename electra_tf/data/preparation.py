@@ -1,0 +1,259 @@
+"""Data for pre-training, in one call each.
+
+* `prepare_pretraining_data`: what a run needs: learn or load the vocabulary,
+  build or reuse the TFRecords, check `stats.json`. `pretrain/run.py` and the
+  benchmarks prepare their data with it.
+* `build_corpus_data`: `pretrain/build_data.py`, TFRecords for later runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import tempfile
+
+import tensorflow as tf
+
+from electra_tf.config import ConfigError
+from electra_tf.data.corpus import DEMO_CORPUS
+from electra_tf.data.input_pipeline import list_files, read_data_stats
+from electra_tf.data.tfrecord_format import STATS_FILE, VOCABULARY_FILE
+from electra_tf.data.tfrecord_writer import (
+    BuildError,
+    build_pretraining_data,
+    check_output_dir,
+)
+from electra_tf.data.vocabulary import (
+    BUNDLED_VOCABULARY,
+    Vocabulary,
+    learn_vocabulary,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingData:
+    """TFRecords ready for a run, and the vocabulary they were built with.
+
+    Attributes:
+        vocabulary: the run's `Vocabulary` (with its casing).
+        train_data: TFRecord pattern(s) of the training data.
+        eval_data: TFRecord pattern(s) of held-out data; "" for none.
+        data_dir: the directory of the (first) training shards.
+        max_seq_length: the run's sequence length, which the data have.
+    """
+
+    vocabulary: Vocabulary
+    train_data: str
+    eval_data: str
+    data_dir: str
+    max_seq_length: int
+
+
+def prepare_pretraining_data(
+    work_dir: str,
+    max_seq_length: int | None,
+    *,
+    data: str | None = None,
+    eval_data: str | None = None,
+    corpus=(),
+    vocab: str | None = None,
+    learn_vocab_size: int = 8192,
+    lowercase: bool = True,
+    eval_fraction: float = 0.05,
+    **build,
+) -> PretrainingData:
+    """Existing TFRecords (`data`), or TFRecords built once under `work_dir/data`.
+
+    With `data`: the vocabulary is `vocab` or the `vocab.txt` beside the shards,
+    and held-out data are `eval_data` or the `eval-*` shards beside them, if any.
+    Without: unless `work_dir/data/stats.json` shows an earlier build, the
+    vocabulary is read from `vocab` or learned from `corpus` (default: the demo
+    corpus; `learn_vocab_size` tokens, written to `work_dir/vocab.txt`) and
+    `corpus` is built into `work_dir/data` by `build_corpus_data` (whole
+    documents held out by `eval_fraction`; `build` holds its other arguments,
+    e.g. `num_shards`, `num_processes`, `progress`). Either way the data's
+    `stats.json`, when there is one, must match `max_seq_length` and the
+    vocabulary; None takes the length of existing TFRecords from it.
+
+    Raises:
+        ConfigError: the data have another sequence length or vocabulary.
+        DataError, VocabularyError, CorpusError, BuildError: as their names say.
+    """
+    vocab_path = vocab
+    if data:
+        data_dir = os.path.dirname(list_files(data)[0])
+        train_data = data
+        beside = os.path.join(data_dir, "eval-*")
+        if not eval_data and tf.io.gfile.glob(beside):
+            eval_data = beside
+    else:
+        data_dir = os.path.join(work_dir, "data")
+        corpus = list(corpus) or [DEMO_CORPUS]
+        if not tf.io.gfile.exists(os.path.join(data_dir, STATS_FILE)):
+            if not vocab:
+                logger.info(
+                    "Learning a %d-token vocabulary from %s", learn_vocab_size, corpus
+                )
+            logger.info("Building TFRecords from %s into %s", corpus, data_dir)
+            build_corpus_data(
+                data_dir,
+                inputs=corpus,
+                vocab=vocab,
+                learn_vocab_size=None if vocab else learn_vocab_size,
+                learned_vocab_path=os.path.join(work_dir, VOCABULARY_FILE),
+                lowercase=lowercase,
+                max_seq_length=max_seq_length,
+                eval_fraction=eval_fraction,
+                overwrite=True,
+                **build,
+            )
+        train_data = os.path.join(data_dir, "train-*")
+        eval_data = eval_data or os.path.join(data_dir, "eval-*")
+    # The run reads the vocabulary kept with its data (a copy of a learned one).
+    vocabulary = Vocabulary.from_file(
+        vocab_path or os.path.join(data_dir, VOCABULARY_FILE), lowercase
+    )
+    stats = read_data_stats(data_dir)
+    if max_seq_length is None:
+        if not stats or not data:
+            raise ConfigError(f"give max_seq_length: {data_dir} has no {STATS_FILE}")
+        max_seq_length = stats.get("max_seq_length")
+    if stats:
+        if not stats.get("eval_examples") and eval_data == os.path.join(
+            data_dir, "eval-*"
+        ):
+            logger.warning("%s has no held-out examples: evaluation skipped", data_dir)
+            eval_data = None
+        if stats.get("max_seq_length") != max_seq_length:
+            raise ConfigError(
+                f"{data_dir} holds TFRecords of length {stats.get('max_seq_length')} "
+                f"but the run's max_seq_length is {max_seq_length}"
+            )
+        if stats.get("vocabulary_md5") not in (None, vocabulary.md5()):
+            raise ConfigError(
+                f"{data_dir} was built with another vocabulary than {vocabulary.path}"
+            )
+    return PretrainingData(
+        vocabulary=vocabulary,
+        train_data=train_data,
+        eval_data=eval_data or "",
+        data_dir=data_dir,
+        max_seq_length=max_seq_length,
+    )
+
+
+def build_corpus_data(
+    output_dir: str,
+    *,
+    inputs=(),
+    tfds_dataset: str | None = None,
+    tfds_split: str = "train",
+    tfds_text_key: str = "text",
+    vocab: str | None = None,
+    learn_vocab_size: int | None = None,
+    learned_vocab_path: str | None = None,
+    lowercase: bool = True,
+    strip_accents: bool = True,
+    num_shards: int = 8,
+    num_eval_shards: int | None = None,
+    num_hosts: int = 1,
+    overwrite: bool = False,
+    **build,
+) -> dict:
+    """`pretrain/build_data.py`: TFRecords from text files and/or a TFDS dataset.
+
+    The vocabulary is `vocab` (default: the bundled BERT uncased one) or, with
+    `learn_vocab_size`, learned from the inputs and written to
+    `learned_vocab_path` (default: a temporary file; the build keeps a copy
+    beside the shards either way). Shard counts must split
+    evenly over `num_hosts` (`num_eval_shards` defaults to `num_hosts`).
+    `build` holds `build_pretraining_data`'s other arguments (`max_seq_length`,
+    `eval_fraction`, `seed`, `num_processes`, `progress`). Returns its
+    statistics.
+
+    Raises:
+        BuildError: bad counts, no input, an unusable TFDS dataset, or a file
+            system error; CorpusError, DataError, VocabularyError.
+    """
+    num_eval_shards = num_hosts if num_eval_shards is None else num_eval_shards
+    if num_hosts < 1:
+        raise BuildError(f"--num-hosts must be at least 1, got {num_hosts}")
+    for flag, count in (
+        ("--num-shards", num_shards),
+        ("--num-eval-shards", num_eval_shards),
+    ):
+        if count % num_hosts:
+            raise BuildError(
+                f"{flag} {count} is not a multiple of --num-hosts {num_hosts}: "
+                "hosts would read unequal shares"
+            )
+    try:
+        # Fail before any slow step (downloading, learning a vocabulary).
+        check_output_dir(output_dir, overwrite)
+        inputs = list(inputs)
+        if not inputs and not tfds_dataset:
+            raise BuildError("give at least one --input (or --tfds-dataset)")
+        # Intermediate files (tfds text, a learned vocabulary before the build
+        # copies it) live outside output_dir, which must stay empty until then.
+        with tempfile.TemporaryDirectory(prefix="build_data-") as scratch:
+            if tfds_dataset:
+                inputs.append(
+                    _tfds_to_text(tfds_dataset, tfds_split, tfds_text_key, scratch)
+                )
+            if learn_vocab_size is not None:
+                vocabulary = learn_vocabulary(
+                    inputs,
+                    learn_vocab_size,
+                    learned_vocab_path or os.path.join(scratch, VOCABULARY_FILE),
+                    lowercase=lowercase,
+                    strip_accents=strip_accents,
+                )
+            else:
+                vocabulary = Vocabulary.from_file(
+                    vocab or BUNDLED_VOCABULARY, lowercase
+                )
+            return build_pretraining_data(
+                inputs,
+                vocabulary,
+                output_dir,
+                num_shards=num_shards,
+                num_eval_shards=num_eval_shards,
+                lowercase=lowercase,
+                strip_accents=strip_accents,
+                overwrite=overwrite,
+                **build,
+            )
+    except (OSError, tf.errors.OpError) as error:  # e.g. permission denied
+        message = getattr(error, "message", None) or str(error)
+        raise BuildError(message) from error
+
+
+def _tfds_to_text(name: str, split: str, key: str, directory: str) -> str:
+    """Writes a tensorflow-datasets text dataset as a corpus file; returns its path.
+
+    Each record becomes a document; its non-blank lines, its sentences.
+    """
+    # Imported here: loading tensorflow-datasets takes seconds, and only this
+    # (rarely used) source needs it.
+    import tensorflow_datasets as tfds
+
+    try:
+        dataset = tfds.load(name, split=split)
+    except Exception as error:  # tfds raises many types (network, unknown name)
+        raise BuildError(f"cannot load tfds dataset {name!r}: {error}") from error
+    if key not in dataset.element_spec:
+        raise BuildError(
+            f"tfds dataset {name!r} has no feature {key!r} "
+            f"(it has {sorted(dataset.element_spec)}); pass --tfds-text-key"
+        )
+    path = os.path.join(directory, f"tfds-{name.replace('/', '_')}-{split}.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        for record in tfds.as_numpy(dataset.map(lambda r: r[key])):
+            text = record.decode("utf-8", errors="replace")
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            if lines:
+                f.write("\n".join(lines) + "\n\n")
+    return path

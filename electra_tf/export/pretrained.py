@@ -1,0 +1,176 @@
+"""Exports of a pre-trained ELECTRA: keras-hub preset, generator, SavedModels."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from electra_tf.conversion.keras_hub import save_keras_hub_preset
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.tf_hub import export_tf_hub
+from electra_tf.models.generator import standalone_generator
+from electra_tf.models.tower import ENCODER_INPUTS
+
+
+class DiscriminatorServing(tf.Module):
+    """What the discriminator SavedModel serves.
+
+    Signatures:
+      * `serving_default` / `detect_replaced_tokens_ids`: int32 `token_ids`,
+        `segment_ids`, `padding_mask` [batch, length] -> float32
+        `replaced_probability` [batch, length], `sequence_output`
+        [batch, length, H], `pooled_output` [batch, H].
+      * `detect_replaced_tokens_text`: a tf.string `text` [batch] -> the same
+        plus the `token_ids`, `segment_ids` and `padding_mask` it packed
+        (WordPiece and `[CLS] text [SEP]` packing run in the graph; text
+        longer than `sequence_length` tokens is truncated).
+      * `detect_replaced_tokens_text_pair`: `text` and `text_pair` [batch] ->
+        the same for `[CLS] text [SEP] text_pair [SEP]` (segment ids 0, 1),
+        truncated round-robin: the longer text loses tokens first.
+    Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
+    """
+
+    def __init__(self, discriminator, tokenizer, sequence_length):
+        super().__init__()
+        self.discriminator = discriminator
+        self.tokenizer = tokenizer
+        self.packer = keras_hub.layers.MultiSegmentPacker(
+            sequence_length=sequence_length,
+            start_value=tokenizer.cls_token_id,
+            end_value=tokenizer.sep_token_id,
+            pad_value=tokenizer.pad_token_id,
+        )
+
+    def _outputs(self, inputs):
+        logits = self.discriminator(inputs, training=False)
+        encoded = self.discriminator.encoder(inputs, training=False)
+        return {
+            "replaced_probability": tf.sigmoid(logits),
+            "sequence_output": tf.cast(encoded["sequence_output"], tf.float32),
+            "pooled_output": tf.cast(encoded["pooled_output"], tf.float32),
+        }
+
+    @tf.function(
+        input_signature=[
+            {
+                name: tf.TensorSpec([None, None], tf.int32, name=name)
+                for name in ENCODER_INPUTS
+            }
+        ]
+    )
+    def detect_replaced_tokens_ids(self, inputs):
+        return self._outputs(inputs)
+
+    def _packed_outputs(self, segments):
+        token_ids, segment_ids = self.packer(tuple(segments))
+        token_ids = tf.cast(token_ids, tf.int32)
+        inputs = {
+            "token_ids": token_ids,
+            "segment_ids": tf.cast(segment_ids, tf.int32),
+            "padding_mask": tf.cast(token_ids != self.tokenizer.pad_token_id, tf.int32),
+        }
+        return {**self._outputs(inputs), **inputs}
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def detect_replaced_tokens_text(self, text):
+        return self._packed_outputs([self.tokenizer(text)])
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="text"),
+            tf.TensorSpec([None], tf.string, name="text_pair"),
+        ]
+    )
+    def detect_replaced_tokens_text_pair(self, text, text_pair):
+        return self._packed_outputs([self.tokenizer(text), self.tokenizer(text_pair)])
+
+
+def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
+    """Writes everything a user takes away from pre-training.
+
+    * `discriminator/`: a keras-hub preset (`keras_hub.models.ElectraBackbone`
+      + `ElectraTokenizer`), what fine-tuning loads;
+    * `discriminator.keras`: the discriminator with its RTD head;
+    * `generator.keras`: the generator with its own copy of the embeddings;
+    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`);
+    * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
+      its text preprocessing as TF-Hub style SavedModels (see
+      `electra_tf.export.tf_hub`).
+    Returns the paths by name.
+    """
+    tf.io.gfile.makedirs(export_dir)
+    paths = {
+        "discriminator_preset": os.path.join(export_dir, "discriminator"),
+        "discriminator": os.path.join(export_dir, "discriminator.keras"),
+        "generator": os.path.join(export_dir, "generator.keras"),
+        "saved_model": os.path.join(export_dir, "saved_model"),
+    }
+    sequence_length = pretrainer.pretraining_config.max_seq_length
+    save_keras_hub_preset(
+        pretrainer.discriminator_encoder, vocabulary, paths["discriminator_preset"]
+    )
+    if pretrainer.discriminator is not None:
+        pretrainer.discriminator.save(paths["discriminator"])
+    standalone_generator(pretrainer.generator).save(paths["generator"])
+    if pretrainer.discriminator is not None:
+        serving = DiscriminatorServing(
+            pretrainer.discriminator,
+            keras_hub.models.ElectraTokenizer(
+                vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+            ),
+            sequence_length,
+        )
+        tf.saved_model.save(
+            serving,
+            paths["saved_model"],
+            signatures={
+                "serving_default": serving.detect_replaced_tokens_ids,
+                "detect_replaced_tokens_ids": serving.detect_replaced_tokens_ids,
+                "detect_replaced_tokens_text": serving.detect_replaced_tokens_text,
+                "detect_replaced_tokens_text_pair": (
+                    serving.detect_replaced_tokens_text_pair
+                ),
+            },
+        )
+    hub = export_tf_hub(
+        pretrainer.discriminator_encoder,
+        vocabulary,
+        os.path.join(export_dir, "hub"),
+        seq_length=sequence_length,
+    )
+    paths.update({f"hub_{name}": path for name, path in hub.items()})
+    return paths
+
+
+def load_generator(path):
+    """Loads `generator.keras` (safe mode: no lambdas or arbitrary code)."""
+    return keras.models.load_model(path, safe_mode=True)
+
+
+def export_encoder(encoder, vocabulary: Vocabulary, export_dir):
+    """The exports that need only an encoder (no RTD head, no generator).
+
+    * `discriminator/`: the keras-hub preset (what `finetune/run.py
+      --pretrained` takes);
+    * `encoder.keras`: our `ElectraEncoder` (exact GELU, no pooler);
+    * `hub/encoder/`, `hub/preprocessing/`: TF-Hub style SavedModels.
+    Returns the paths by name.
+    """
+    tf.io.gfile.makedirs(export_dir)
+    paths = {
+        "discriminator_preset": os.path.join(export_dir, "discriminator"),
+        "encoder": os.path.join(export_dir, "encoder.keras"),
+    }
+    save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
+    encoder.save(paths["encoder"])
+    hub = export_tf_hub(
+        encoder,
+        vocabulary,
+        os.path.join(export_dir, "hub"),
+        seq_length=min(128, encoder.max_sequence_length),
+    )
+    paths.update({f"hub_{name}": path for name, path in hub.items()})
+    return paths

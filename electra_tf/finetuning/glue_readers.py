@@ -1,0 +1,297 @@
+"""GLUE examples from the official TSV files or tensorflow-datasets, and back out.
+
+* `read_glue_tsv(task, split, data_dir)`: one split from the official GLUE
+  download layout (`<data_dir>/<task directory>/<split>.tsv`, or the task
+  directory itself), read with Python's csv module and `QUOTE_NONE`: GLUE
+  texts contain unbalanced quotes that must be kept as they are.
+* `load_tfds_split(task, split)`: the same split from `glue/<task>` in
+  tensorflow-datasets (downloads and prepares it on first use).
+* `GlueExamples.to_dataset()`: a `tf.data.Dataset` of raw strings and label
+  ids (or scaled regression targets) for `ElectraTextClassifier.fit`.
+* `write_submission(...)`: a GLUE-server TSV (`index<TAB>prediction`).
+
+Problems with the data (a missing file or column, a label outside the task's
+set, a malformed row, an empty split) raise `GlueDataError`, naming the file,
+the line and the value.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.errors import ElectraError
+from electra_tf.finetuning.glue_tasks import GlueTask
+
+
+class GlueDataError(ElectraError, ValueError):
+    """GLUE data is missing, malformed or does not fit its task."""
+
+
+@dataclasses.dataclass(frozen=True)
+class GlueExamples:
+    """One split of one task, in memory.
+
+    `texts[s][i]` is text segment `s` of example `i` (one segment for
+    single-sentence tasks, two for pairs). `labels` is int32 class ids, or
+    float32 regression targets already divided by `task.label_scale`, with
+    shape [num_examples]; None for an unlabelled (test) split.
+    """
+
+    task: GlueTask
+    split: str
+    texts: tuple[tuple[str, ...], ...]
+    labels: np.ndarray | None
+    # Where the examples came from, for messages.
+    source: str = ""
+
+    def __len__(self) -> int:
+        return len(self.texts[0])
+
+    def with_swapped_pairs(self) -> GlueExamples:
+        """The examples followed by a copy with the two segments swapped.
+
+        ELECTRA's augmentation for symmetric pair tasks (MRPC, STS-B):
+        `(a, b, y)` is also trained on as `(b, a, y)`.
+        """
+        if len(self.texts) != 2:
+            raise ValueError(f"{self.task.name} is not a sentence-pair task")
+        first, second = self.texts
+        labels = None
+        if self.labels is not None:
+            labels = np.concatenate([self.labels, self.labels])
+        return dataclasses.replace(
+            self, texts=(first + second, second + first), labels=labels
+        )
+
+    def to_dataset(
+        self, batch_size: int, shuffle: bool = False, seed: int | None = None
+    ) -> tf.data.Dataset:
+        """Batches of raw strings (and labels) for the task API's `fit`.
+
+        Elements are `(x, y)`, or `(x,)` for an unlabelled split, where `x`
+        is a tf.string [batch] tensor for single-sentence tasks and a tuple of
+        two of them for pairs; `y` is int32 [batch] or float32 [batch]. The
+        classifier's preprocessor tokenizes them inside `fit`/`predict`. The
+        last batch may be smaller (nothing is dropped, so evaluation sees
+        every example).
+        """
+        texts = tuple(np.array(segment, dtype=object) for segment in self.texts)
+        x = texts[0] if len(texts) == 1 else texts
+        # `(x,)`, not `x`, when unlabelled: Keras and tf.data take an element
+        # that is a pair of tensors for `(x, y)`, so a bare sentence pair
+        # would be read as (first sentence, label).
+        elements = (x,) if self.labels is None else (x, self.labels)
+        dataset = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            # A full-size buffer: GLUE splits fit in memory as strings.
+            dataset = dataset.shuffle(
+                len(self), seed=seed, reshuffle_each_iteration=True
+            )
+        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def task_directory(task: GlueTask, data_dir: str) -> str:
+    """`<data_dir>/<task.directory>` if it exists, else `data_dir` itself.
+
+    So `--data-dir` may be the GLUE root (`glue_data/`, holding `CoLA/`,
+    `SST-2/`, ...) or one task's directory.
+    """
+    nested = os.path.join(data_dir, task.directory)
+    return nested if tf.io.gfile.isdir(nested) else data_dir
+
+
+def glue_split_path(task: GlueTask, split: str, data_dir: str) -> str:
+    """The TSV file of `split` of `task` under `data_dir` (see `task_directory`)."""
+    return os.path.join(task_directory(task, data_dir), task.file_name(split))
+
+
+def _open_rows(path: str):
+    """Yields `(line_number, fields)` of a GLUE TSV file."""
+    with tf.io.gfile.GFile(path, "r") as f:
+        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+        for fields in reader:
+            if reader.line_num == 1 and fields:
+                # GLUE's MRPC files start with a UTF-8 byte-order mark.
+                fields[0] = fields[0].removeprefix("\ufeff")
+            yield reader.line_num, fields
+
+
+def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
+    """Reads `split` ("train", "dev", "dev_matched", "test", ...) of `task`.
+
+    Files are expected in the layout of the official GLUE download (see
+    `GlueTask`): a header row naming the columns (except CoLA's train and dev
+    files, which have none), tab-separated, no quoting. Test files have no
+    label column. Empty lines are skipped.
+
+    Raises:
+        GlueDataError: the file is missing, lacks a column, has a row with
+            another number of fields than the header, a label outside the
+            task's set (or a non-numeric regression score), or no examples.
+    """
+    path = glue_split_path(task, split, data_dir)
+    if not tf.io.gfile.exists(path):
+        raise GlueDataError(
+            f"{task.directory} {split} file not found: {path} (expected the "
+            f"official GLUE layout, <data-dir>/{task.directory}/"
+            f"{task.file_name(split)})"
+        )
+    labelled = split not in task.test_splits
+    rows = _open_rows(path)
+    if task.headerless_columns and labelled:
+        header = list(task.headerless_columns)
+    else:
+        try:
+            _, header = next(rows)
+        except StopIteration:
+            raise GlueDataError(f"{path}: the file is empty") from None
+    wanted = list(task.text_columns) + ([task.label_column] if labelled else [])
+    missing = [column for column in wanted if column not in header]
+    if missing:
+        raise GlueDataError(
+            f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
+            f"the header has {header}"
+        )
+    text_indices = [header.index(column) for column in task.text_columns]
+    label_index = header.index(task.label_column) if labelled else None
+    label_ids = {value: i for i, value in enumerate(task.labels)}
+
+    texts = [[] for _ in text_indices]
+    labels = []
+    for line, fields in rows:
+        if not fields:
+            continue
+        if len(fields) != len(header):
+            raise GlueDataError(
+                f"{path}, line {line}: {len(fields)} tab-separated fields where "
+                f"the header has {len(header)}"
+            )
+        for segment, index in zip(texts, text_indices):
+            segment.append(fields[index])
+        if label_index is None:
+            continue
+        value = fields[label_index]
+        if task.is_regression:
+            try:
+                labels.append(float(value) / task.label_scale)
+            except ValueError:
+                raise GlueDataError(
+                    f"{path}, line {line}: {task.label_column} {value!r} is not "
+                    "a number"
+                ) from None
+        elif value in label_ids:
+            labels.append(label_ids[value])
+        else:
+            raise GlueDataError(
+                f"{path}, line {line}: label {value!r} is not one of "
+                f"{', '.join(task.labels)}"
+            )
+    if not texts[0]:
+        raise GlueDataError(f"{path}: the {split} split has no examples")
+    return GlueExamples(
+        task=task,
+        split=split,
+        texts=tuple(tuple(segment) for segment in texts),
+        labels=_label_array(task, labels) if labelled else None,
+        source=path,
+    )
+
+
+def _label_array(task: GlueTask, labels) -> np.ndarray:
+    return np.asarray(labels, dtype="float32" if task.is_regression else "int32")
+
+
+def load_tfds_split(
+    task: GlueTask, split: str, data_dir: str | None = None
+) -> GlueExamples:
+    """Reads `split` of `glue/<task>` from tensorflow-datasets.
+
+    tfds downloads and prepares the data on first use (into `data_dir`, or
+    its default `~/tensorflow_datasets`). Its label ids are ours (see
+    `electra_tf.finetuning.glue_tasks`); test splits carry -1 and are returned
+    unlabelled; STS-B scores are divided by `task.label_scale` as in
+    `read_glue_tsv`.
+    """
+    import tensorflow_datasets as tfds
+
+    source = f"tfds {task.tfds_name}:{task.tfds_split(split)}"
+    try:
+        dataset = tfds.load(
+            task.tfds_name, split=task.tfds_split(split), data_dir=data_dir
+        )
+    except Exception as error:  # tfds raises many kinds; report any of them
+        raise GlueDataError(f"{source} could not be loaded: {error}") from error
+    texts = [[] for _ in task.text_features]
+    labels = []
+    for example in tfds.as_numpy(dataset):
+        for segment, feature in zip(texts, task.text_features):
+            segment.append(example[feature].decode("utf-8"))
+        labels.append(example["label"])
+    if not texts[0]:
+        raise GlueDataError(f"{source}: the split has no examples")
+    labelled = split not in task.test_splits
+    if labelled and not task.is_regression:
+        bad = [label for label in labels if not 0 <= label < task.num_classes]
+        if bad:
+            raise GlueDataError(
+                f"{source}: label id {bad[0]} outside [0, {task.num_classes})"
+            )
+    if labelled and task.is_regression:
+        labels = [label / task.label_scale for label in labels]
+    return GlueExamples(
+        task=task,
+        split=split,
+        texts=tuple(tuple(segment) for segment in texts),
+        labels=_label_array(task, labels) if labelled else None,
+        source=source,
+    )
+
+
+def load_glue_split(
+    task: GlueTask, split: str, data_dir: str | None = None, use_tfds: bool = False
+) -> GlueExamples:
+    """`load_tfds_split` if `use_tfds`, else `read_glue_tsv` from `data_dir`."""
+    if use_tfds:
+        return load_tfds_split(task, split, data_dir)
+    if data_dir is None:
+        raise GlueDataError("no GLUE data directory given")
+    return read_glue_tsv(task, split, data_dir)
+
+
+def predictions_to_glue(task: GlueTask, outputs: np.ndarray) -> list[str]:
+    """Model outputs -> the prediction strings the GLUE server expects.
+
+    Args:
+        task: the task whose labels are predicted (AX uses MNLI's).
+        outputs: logits [num_examples, num_classes], or regression outputs
+            [num_examples, 1] or [num_examples] on the training scale.
+
+    Returns:
+        Label values as written in GLUE files ("entailment", "1", ...), or
+        scores multiplied back by `task.label_scale`, formatted to 3 decimals.
+    """
+    outputs = np.asarray(outputs)
+    if task.is_regression:
+        scores = outputs.reshape(-1) * task.label_scale
+        return [f"{score:.3f}" for score in scores]
+    return [task.labels[i] for i in np.argmax(outputs, axis=-1)]
+
+
+def write_submission(task: GlueTask, split: str, outputs, output_dir: str) -> str:
+    """Writes `output_dir/<task's submission file>`; returns its path.
+
+    The format of the GLUE server: a header `index<TAB>prediction`, then one
+    row per test example in file order, the index counting from 0.
+    """
+    path = os.path.join(output_dir, task.submission_file(split))
+    tf.io.gfile.makedirs(output_dir)
+    rows = ["index\tprediction"]
+    rows += [f"{i}\t{p}" for i, p in enumerate(predictions_to_glue(task, outputs))]
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write("\n".join(rows) + "\n")
+    return path

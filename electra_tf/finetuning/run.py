@@ -1,0 +1,461 @@
+"""A GLUE fine-tuning run: ELECTRA's recipe, several seeds, dev metrics, exports.
+
+`finetune(flags)` is what `finetune/run.py` calls: the task, its data, the
+model's width, then every setting (`settings.resolve_finetuning_config`), then
+`run_finetuning`.
+
+`run_finetuning` trains one `ElectraTextClassifier` per seed with
+`model.fit` on raw text (the classifier's preprocessor tokenizes inside
+`fit`), evaluates every dev split after each epoch (`DevEvaluation`), keeps
+each seed's best epoch, and writes to `output_dir`:
+
+* `metrics.json`: per seed and epoch, the best epoch, and the median over
+  seeds (ELECTRA reports medians);
+* `logs/seed_<n>/`: TensorBoard event files (train and dev metrics);
+* `submission/<Task>.tsv`: GLUE-server predictions of the test splits (MNLI:
+  `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set);
+* `saved_model/`: the classifier as a raw-text SavedModel
+  (`electra_tf.export.classifier`) and `classifier.keras`.
+Predictions and exports come from the seed with the best dev score.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.config import ConfigError, ModelConfig
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.distribution import resolve_jit_compile
+from electra_tf.export.classifier import export_text_classifier
+from electra_tf.finetuning.glue_metrics import task_metrics, task_score
+from electra_tf.finetuning.glue_readers import (
+    GlueDataError,
+    GlueExamples,
+    glue_split_path,
+    load_glue_split,
+    write_submission,
+)
+from electra_tf.finetuning.glue_tasks import GlueTask, get_task, tasks_predicted_by
+from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
+from electra_tf.finetuning.settings import (
+    DEMO_DATA,
+    DEMO_PRETRAINED,
+    FinetuningConfig,
+    FinetuningFlags,
+    parse_seeds,
+    resolve_finetuning_config,
+)
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.text_classifier import ElectraTextClassifier, preset_hidden_dim
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
+from electra_tf.optimization.optimizer import ElectraAdam
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from electra_tf.presets import get_preset
+
+logger = logging.getLogger(__name__)
+
+
+def epochs_for(task: GlueTask, config: FinetuningConfig) -> int:
+    return config.epochs or task.epochs
+
+
+def make_optimizer(
+    config: FinetuningConfig, num_layers: int, total_steps: int
+) -> ElectraAdam:
+    """`ElectraAdam` with warm-up x linear decay and layer-wise LR multipliers."""
+    schedule = WarmupPolynomialDecay(
+        config.learning_rate,
+        warmup_steps=int(config.warmup_fraction * total_steps),
+        total_steps=total_steps,
+    )
+    return ElectraAdam(
+        learning_rate=schedule,
+        weight_decay=config.weight_decay,
+        epsilon=config.adam_epsilon,
+        learning_rate_multipliers=layerwise_learning_rate_multipliers(
+            num_layers,
+            config.layerwise_decay,
+            corrected=config.corrected_layerwise_decay,
+        ),
+        global_clipnorm=config.clip_norm or None,
+    )
+
+
+def build_classifier(
+    task: GlueTask,
+    config: FinetuningConfig,
+    pretrained: str | None = None,
+    model_config: ModelConfig | None = None,
+    vocabulary: Vocabulary | None = None,
+) -> ElectraTextClassifier:
+    """A classifier for `task`: from a keras-hub preset, or randomly initialised.
+
+    Args:
+        task: gives the number of outputs.
+        config: gives sequence length and head dropout.
+        pretrained: a keras-hub ELECTRA preset (directory or name), or None
+            for a randomly initialised encoder (the no-pre-training baseline),
+            which then needs `model_config` and `vocabulary`.
+        model_config: the encoder's architecture (random init only).
+        vocabulary: the WordPiece `Vocabulary`, with its casing (random init
+            only; a preset records its own).
+    """
+    if pretrained is not None:
+        return ElectraTextClassifier.from_preset(
+            pretrained,
+            num_classes=task.num_classes,
+            sequence_length=config.max_seq_length,
+            dropout=config.head_dropout,
+        )
+    if model_config is None or vocabulary is None:
+        raise ValueError("a randomly initialised classifier needs a model config")
+    check_vocabulary_fits(
+        vocabulary.size, model_config.vocabulary_size, error=ConfigError
+    )
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+    )
+    return ElectraTextClassifier(
+        backbone=ElectraEncoder.discriminator_from_config(model_config),
+        num_classes=task.num_classes,
+        preprocessor=ElectraTextClassifierPreprocessor(
+            tokenizer, sequence_length=config.max_seq_length
+        ),
+        dropout=config.head_dropout,
+    )
+
+
+class DevEvaluation(keras.callbacks.Callback):
+    """Evaluates every dev split after each epoch; restores the best epoch.
+
+    The first dev split selects the epoch (by the task's score, the mean of
+    its metrics). Results go into the epoch's `logs`, so callbacks after this
+    one (TensorBoard, `History`) see them: the first split as `val_<metric>`,
+    others as `val_<split>_<metric>` (MNLI: `val_dev_mismatched_accuracy`).
+    After training the model holds the best epoch's weights.
+
+    Attributes:
+        epochs: per epoch, `{"epoch", "train": {...}, "dev": {split: {...}},
+            "score"}`.
+        best_epoch: 1-based epoch with the best score.
+    """
+
+    def __init__(self, task: GlueTask, dev_datasets: dict[str, tf.data.Dataset]):
+        super().__init__()
+        if not dev_datasets:
+            raise ValueError(f"{task.name}: no dev split to evaluate on")
+        self.task = task
+        self.dev_datasets = dev_datasets
+        self.epochs: list[dict] = []
+        self.best_epoch = 0
+        self.best_score = -math.inf
+        self._best_weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        train = {key: float(value) for key, value in logs.items()}
+        dev = {}
+        for i, (split, dataset) in enumerate(self.dev_datasets.items()):
+            results = self.model.evaluate(dataset, verbose=0, return_dict=True)
+            dev[split] = {key: float(value) for key, value in results.items()}
+            prefix = "val_" if i == 0 else f"val_{split}_"
+            logs.update({prefix + key: value for key, value in dev[split].items()})
+        score = task_score(self.task, dev[next(iter(dev))])
+        self.epochs.append(
+            {"epoch": epoch + 1, "train": train, "dev": dev, "score": score}
+        )
+        logger.info("epoch %d: dev %s (score %.4f)", epoch + 1, dev, score)
+        if score > self.best_score:
+            self.best_score, self.best_epoch = score, epoch + 1
+            self._best_weights = self.model.get_weights()
+
+    def on_train_end(self, logs=None):
+        if self._best_weights is not None:
+            self.model.set_weights(self._best_weights)
+
+
+@dataclasses.dataclass
+class TaskData:
+    """The splits of one run: train, labelled dev splits, unlabelled test splits."""
+
+    train: GlueExamples
+    dev: dict[str, GlueExamples]
+    # (task, split) -> examples: the task's test splits, plus those of the
+    # prediction-only tasks its model predicts (MNLI: AX).
+    test: dict[tuple[str, str], GlueExamples]
+
+
+def load_task_data(
+    task: GlueTask, data_dir: str | None = None, use_tfds: bool = False
+) -> TaskData:
+    """Loads a task's splits from a GLUE directory or tensorflow-datasets.
+
+    Train and dev splits are required. A test file that is not there (or
+    AX's, for MNLI) is skipped with a warning: only GLUE-server submissions
+    need them.
+    """
+    if not task.has_train:
+        raise GlueDataError(
+            f"{task.name} has no training data; it is predicted by the "
+            f"{task.predicted_by} model (fine-tune {task.predicted_by})"
+        )
+
+    def load(which, split):
+        return load_glue_split(which, split, data_dir, use_tfds=use_tfds)
+
+    train = load(task, "train")
+    dev = {split: load(task, split) for split in task.dev_splits}
+    test = {}
+    for which in [task, *tasks_predicted_by(task.name)]:
+        for split in which.test_splits:
+            if not use_tfds:
+                path = glue_split_path(which, split, data_dir)
+                if not tf.io.gfile.exists(path):
+                    logger.warning("%s not found: no %s predictions", path, split)
+                    continue
+            test[which.name, split] = load(which, split)
+    return TaskData(train=train, dev=dev, test=test)
+
+
+def _median_results(per_seed: list[dict]) -> dict:
+    """Median over seeds of every dev metric and of the score."""
+    dev = {}
+    for split, results in per_seed[0]["dev"].items():
+        dev[split] = {
+            key: float(np.median([seed["dev"][split][key] for seed in per_seed]))
+            for key in results
+        }
+    return {"dev": dev, "score": float(np.median([s["score"] for s in per_seed]))}
+
+
+def finetune_seed(
+    make_classifier: Callable[[], ElectraTextClassifier],
+    task: GlueTask,
+    data: TaskData,
+    config: FinetuningConfig,
+    seed: int,
+    log_dir: str | None = None,
+    verbose: int | str = 2,
+) -> tuple[ElectraTextClassifier, dict]:
+    """Fine-tunes one classifier with `seed`; returns it (best epoch) and results.
+
+    The seed fixes the head's initialisation, dropout and the order of the
+    training data.
+    """
+    keras.utils.set_random_seed(seed)
+    classifier = make_classifier()
+    train = data.train
+    if task.swap_pairs and config.swap_pairs:
+        train = train.with_swapped_pairs()
+    epochs = epochs_for(task, config)
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    classifier.compile(
+        optimizer=make_optimizer(
+            config, classifier.backbone.num_layers, epochs * steps_per_epoch
+        ),
+        loss="auto",  # cross-entropy on logits, or squared error for STS-B
+        metrics=task_metrics(task),
+        jit_compile=config.jit_compile,
+    )
+    evaluation = DevEvaluation(
+        task,
+        {
+            split: examples.to_dataset(config.eval_batch_size)
+            for split, examples in data.dev.items()
+        },
+    )
+    callbacks = [evaluation]
+    if log_dir:
+        callbacks.append(keras.callbacks.TensorBoard(log_dir))
+    classifier.fit(
+        train.to_dataset(config.batch_size, shuffle=True, seed=seed),
+        shuffle=False,  # the dataset shuffles itself, seeded
+        epochs=epochs,
+        callbacks=callbacks,
+        verbose=verbose,
+    )
+    best = evaluation.epochs[evaluation.best_epoch - 1]
+    results = {
+        "seed": seed,
+        "epochs": evaluation.epochs,
+        "best_epoch": evaluation.best_epoch,
+        "dev": best["dev"],
+        "score": best["score"],
+    }
+    return classifier, results
+
+
+def predict_test_splits(
+    classifier: ElectraTextClassifier,
+    test: dict[tuple[str, str], GlueExamples],
+    output_dir: str,
+    batch_size: int = 128,
+) -> list[str]:
+    """Writes a GLUE-server TSV for every test split; returns their paths."""
+    paths = []
+    for (_, split), examples in test.items():
+        outputs = classifier.predict(examples.to_dataset(batch_size), verbose=0)
+        paths.append(write_submission(examples.task, split, outputs, output_dir))
+    return paths
+
+
+def run_finetuning(
+    task: GlueTask,
+    data: TaskData,
+    make_classifier: Callable[[], ElectraTextClassifier],
+    config: FinetuningConfig,
+    output_dir: str,
+    seeds: Sequence[int] = (1,),
+    run_info: dict | None = None,
+    verbose: int | str = 2,
+) -> dict:
+    """Fine-tunes with every seed, then predicts and exports with the best.
+
+    Args:
+        task: the GLUE task.
+        data: its splits (`load_task_data`).
+        make_classifier: builds a fresh classifier (called once per seed,
+            after the seed is set).
+        config: the recipe.
+        output_dir: where metrics, logs, submissions and exports go.
+        seeds: one run per seed; the dev metrics' median is reported.
+        run_info: extra facts recorded in `metrics.json` (e.g. the
+            pre-trained model's path).
+        verbose: Keras' `fit` verbosity.
+
+    Returns:
+        The contents of `metrics.json`.
+    """
+    if not seeds:
+        raise ConfigError("at least one seed is needed")
+    tf.io.gfile.makedirs(output_dir)
+    summary = {
+        "task": task.name,
+        **(run_info or {}),
+        "config": config.to_dict(),
+        "epochs": epochs_for(task, config),
+        "train_examples": len(data.train),
+        "seeds": {},
+    }
+    best_classifier, best_results = None, None
+    per_seed = []
+    for seed in seeds:
+        logger.info("%s: fine-tuning with seed %d", task.name, seed)
+        classifier, results = finetune_seed(
+            make_classifier,
+            task,
+            data,
+            config,
+            seed,
+            log_dir=os.path.join(output_dir, "logs", f"seed_{seed}"),
+            verbose=verbose,
+        )
+        per_seed.append(results)
+        summary["seeds"][str(seed)] = results
+        summary["median"] = _median_results(per_seed)
+        if best_results is None or results["score"] > best_results["score"]:
+            best_classifier, best_results = classifier, results
+        _write_json(os.path.join(output_dir, "metrics.json"), summary)
+
+    summary["best_seed"] = best_results["seed"]
+    summary["submissions"] = predict_test_splits(
+        best_classifier,
+        data.test,
+        os.path.join(output_dir, "submission"),
+        batch_size=config.eval_batch_size,
+    )
+    summary["saved_model"] = export_text_classifier(
+        best_classifier,
+        os.path.join(output_dir, "saved_model"),
+        text_features=task.text_features,
+        label_names=task.label_names,
+        label_scale=task.label_scale,
+    )
+    summary["keras_model"] = os.path.join(output_dir, "classifier.keras")
+    best_classifier.save(summary["keras_model"])
+    _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    return summary
+
+
+def _write_json(path: str, values: dict) -> None:
+    # Write-then-rename, so an interrupted run never leaves half a file.
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
+    """Runs `finetune/run.py` with `flags`: returns the output directory and the
+    summary of `run_finetuning`.
+
+    Raises `ElectraError` subclasses for everything a user can fix.
+    """
+    task = get_task(flags.task)
+    seeds = parse_seeds(flags.seeds)
+    # Data: --data-dir, --tfds, or the demo excerpt (as SST-2).
+    data_dir = flags.data_dir
+    if not data_dir and not flags.tfds:
+        if task.name != "sst2":
+            raise ConfigError(
+                f"no --data-dir or --tfds for {task.name}: the built-in demo data "
+                "is for sst2 only"
+            )
+        data_dir = DEMO_DATA
+    data = load_task_data(task, data_dir, use_tfds=flags.tfds)
+    # Model: a pre-trained preset, or random initialisation.
+    pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
+    model_config = vocabulary = None
+    if pretrained is None:
+        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
+        model_config = get_preset(flags.preset).model.override(
+            vocabulary_size=vocabulary.size
+        )
+        hidden_dim = model_config.hidden_dim
+    elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
+        raise ConfigError(
+            f"{pretrained} not found: run `python pretrain/run.py` first (the "
+            "pre-training demo exports it there), or pass --pretrained none"
+        )
+    else:
+        hidden_dim = preset_hidden_dim(pretrained)
+    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
+    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
+    size, config = resolve_finetuning_config(flags, hidden_dim, jit_compile=jit_compile)
+    logger.info("%s recipe for %s: %s", size, task.name, config.to_dict())
+
+    def make_classifier():
+        return build_classifier(
+            task,
+            config,
+            pretrained,
+            model_config=model_config,
+            vocabulary=vocabulary,
+        )
+
+    output_dir = flags.output_dir or os.path.join("runs", "finetune", task.name)
+    summary = run_finetuning(
+        task,
+        data,
+        make_classifier,
+        config,
+        output_dir,
+        seeds=seeds,
+        run_info={
+            "pretrained": pretrained or "none",
+            "data": "tfds" if flags.tfds else data_dir,
+            "recipe": size,
+        },
+    )
+    return output_dir, summary

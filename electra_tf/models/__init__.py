@@ -1,0 +1,12 @@
+"""The networks, one class per file (keras-hub style).
+
+* `encoder`: `ElectraEncoder`, the transformer of both towers (a keras-hub `Backbone`),
+  built from `transformer_layer.ElectraTransformerLayer` and
+  `hashed_dropout.HashedDropout`.
+* `tower`: what the generator and the discriminator share (inputs, serialisation).
+* `generator`: `ElectraGenerator`, the small masked-language model.
+* `discriminator`: `ElectraDiscriminator`, the encoder with its replaced-token head.
+* `all_tokens_mlm`: All-Tokens MLM's model (an MLM head at every position, copy gate).
+* `text_classifier`, `text_classifier_preprocessor`: `ElectraTextClassifier` and its
+  preprocessor, on keras-hub's task API (fine-tuning).
+"""

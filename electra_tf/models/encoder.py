@@ -1,0 +1,267 @@
+"""The ELECTRA transformer encoder, used for both discriminator and generator."""
+
+from __future__ import annotations
+
+import keras
+import keras_hub
+from keras_hub.layers import PositionEmbedding
+
+from electra_tf.models.hashed_dropout import HashedDropout
+from electra_tf.models.transformer_layer import ElectraTransformerLayer
+
+
+def truncated_normal(stddev: float) -> keras.initializers.Initializer:
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraEncoder(keras_hub.models.Backbone):
+    """A BERT-style post-LayerNorm encoder with ELECTRA's original numerics.
+
+    Its layers carry the names and inputs of `keras_hub.models.ElectraBackbone`
+    (`token_embedding`, `position_embedding`, `segment_embedding`,
+    `embeddings_layer_norm`, `embeddings_projection`, `transformer_layer_i`;
+    inputs `token_ids`, `segment_ids`, `padding_mask`), so weights map one to
+    one. It differs from keras-hub's backbone where keras-hub differs from the
+    original ELECTRA:
+
+    * GELU is the exact erf form (keras-hub uses the tanh approximation);
+    * there is no tanh pooler: `pooled_output` is `sequence_output[:, 0]`,
+      which is what the original fine-tunes on;
+    * LayerNorm epsilon and initialiser range are arguments;
+    * every dropout is a `HashedDropout` (the transformer blocks are
+      `ElectraTransformerLayer`s: keras-hub's block with its dropouts
+      swapped), fast under XLA on CPUs and the same on any replica count.
+
+    The generator is an `ElectraEncoder` built with `embedding_source=` the
+    discriminator's encoder: it then reuses (not copies) the token, position
+    and segment embeddings and the embedding LayerNorm, and keeps its own
+    `embeddings_projection` and transformer stack. Such an encoder cannot be
+    rebuilt from its config alone; `ElectraPretrainer` rebuilds the sharing.
+
+    Args:
+        vocabulary_size: rows of the token embedding.
+        num_layers: transformer blocks.
+        num_heads: attention heads per block.
+        hidden_dim: width of the transformer blocks.
+        embedding_dim: width of the embeddings; projected to `hidden_dim` by
+            `embeddings_projection` when the two differ.
+        intermediate_dim: feed-forward width.
+        dropout: dropout rate on embeddings, attention and block outputs.
+        max_sequence_length: rows of the position embedding.
+        num_segments: rows of the segment embedding.
+        layer_norm_epsilon: epsilon of every LayerNorm (original: 1e-12).
+        initializer_range: stddev of the truncated-normal initialiser.
+        embedding_source: another `ElectraEncoder` whose embedding block this
+            one shares, or None to own its embeddings.
+
+    Example:
+    >>> import numpy as np
+    >>> encoder = ElectraEncoder(
+    ...     vocabulary_size=100, num_layers=1, num_heads=1, hidden_dim=16,
+    ...     embedding_dim=8, intermediate_dim=32, max_sequence_length=12)
+    >>> outputs = encoder({
+    ...     "token_ids": np.ones((2, 12), "int32"),
+    ...     "segment_ids": np.zeros((2, 12), "int32"),
+    ...     "padding_mask": np.ones((2, 12), "int32")})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((2, 12, 16), (2, 16))
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        embedding_dim,
+        intermediate_dim,
+        dropout=0.1,
+        max_sequence_length=512,
+        num_segments=2,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        embedding_source=None,
+        dtype=None,
+        **kwargs,
+    ):
+        initializer = truncated_normal(initializer_range)
+
+        # === Layers ===
+        if embedding_source is not None:
+            # Shared objects: the same variables train under both towers.
+            self.token_embedding = embedding_source.token_embedding
+            self.position_embedding = embedding_source.position_embedding
+            self.segment_embedding = embedding_source.segment_embedding
+            self.embeddings_layer_norm = embedding_source.embeddings_layer_norm
+        else:
+            self.token_embedding = keras.layers.ReversibleEmbedding(
+                input_dim=vocabulary_size,
+                output_dim=embedding_dim,
+                embeddings_initializer=initializer,
+                dtype=dtype,
+                name="token_embedding",
+            )
+            self.position_embedding = PositionEmbedding(
+                sequence_length=max_sequence_length,
+                initializer=initializer,
+                dtype=dtype,
+                name="position_embedding",
+            )
+            self.segment_embedding = keras.layers.Embedding(
+                input_dim=num_segments,
+                output_dim=embedding_dim,
+                embeddings_initializer=initializer,
+                dtype=dtype,
+                name="segment_embedding",
+            )
+            self.embeddings_layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon,
+                dtype=dtype,
+                name="embeddings_layer_norm",
+            )
+        self.embeddings_add = keras.layers.Add(dtype=dtype, name="embeddings_add")
+        self.embeddings_dropout = HashedDropout(
+            dropout, dtype=dtype, name="embeddings_dropout"
+        )
+        self.embeddings_projection = None
+        if hidden_dim != embedding_dim:
+            self.embeddings_projection = keras.layers.Dense(
+                hidden_dim,
+                # The original left this at the TF1 default (Glorot uniform).
+                kernel_initializer="glorot_uniform",
+                dtype=dtype,
+                name="embeddings_projection",
+            )
+        self.transformer_layers = [
+            ElectraTransformerLayer(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                # Keras' "gelu" is the exact erf form.
+                activation="gelu",
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                kernel_initializer=initializer,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+
+        # === Functional Model ===
+        token_ids = keras.Input(shape=(None,), dtype="int32", name="token_ids")
+        segment_ids = keras.Input(shape=(None,), dtype="int32", name="segment_ids")
+        padding_mask = keras.Input(shape=(None,), dtype="int32", name="padding_mask")
+        tokens = self.token_embedding(token_ids)
+        x = self.embeddings_add(
+            (
+                tokens,
+                self.position_embedding(tokens),
+                self.segment_embedding(segment_ids),
+            )
+        )
+        x = self.embeddings_layer_norm(x)
+        x = self.embeddings_dropout(x)
+        if self.embeddings_projection is not None:
+            x = self.embeddings_projection(x)
+        for transformer_layer in self.transformer_layers:
+            x = transformer_layer(x, padding_mask=padding_mask)
+        super().__init__(
+            inputs={
+                "token_ids": token_ids,
+                "segment_ids": segment_ids,
+                "padding_mask": padding_mask,
+            },
+            outputs={"sequence_output": x, "pooled_output": x[:, 0, :]},
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.embedding_dim = embedding_dim
+        self.intermediate_dim = intermediate_dim
+        self.dropout = dropout
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        # A flag, not the source itself: storing the source layer here would make
+        # Keras track (and save) the whole discriminator inside the generator.
+        self.shares_embeddings = embedding_source is not None
+
+    def get_config(self):
+        if self.shares_embeddings:
+            raise NotImplementedError(
+                "An encoder that shares another's embeddings is not serialisable "
+                "on its own; save the ElectraPretrainer that owns both."
+            )
+        config = super().get_config()
+        config.update(self.architecture())
+        return config
+
+    def architecture(self) -> dict:
+        """The constructor arguments that fix the shapes and numerics.
+
+        Unlike `get_config`, also answers for an encoder that shares another's
+        embeddings (to build an independent copy of it).
+        """
+        return {
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "embedding_dim": self.embedding_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "max_sequence_length": self.max_sequence_length,
+            "num_segments": self.num_segments,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+        }
+
+    @classmethod
+    def discriminator_from_config(
+        cls, config, dtype=None, name="discriminator_encoder"
+    ):
+        """The discriminator encoder of a `ModelConfig`."""
+        return cls(
+            vocabulary_size=config.vocabulary_size,
+            num_layers=config.num_layers,
+            num_heads=config.resolved_num_heads,
+            hidden_dim=config.hidden_dim,
+            embedding_dim=config.embedding_dim,
+            intermediate_dim=config.resolved_intermediate_dim,
+            dropout=config.dropout,
+            max_sequence_length=config.max_sequence_length,
+            num_segments=config.num_segments,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range,
+            dtype=dtype,
+            name=name,
+        )
+
+    @classmethod
+    def generator_from_config(
+        cls, config, embedding_source=None, dtype=None, name="generator_encoder"
+    ):
+        """The generator encoder of a `ModelConfig` (`generator_hidden_size` wide)."""
+        return cls(
+            vocabulary_size=config.vocabulary_size,
+            num_layers=config.generator_num_layers,
+            num_heads=config.generator_num_heads,
+            hidden_dim=config.generator_hidden_dim,
+            embedding_dim=config.embedding_dim,
+            intermediate_dim=config.generator_intermediate_dim,
+            dropout=config.dropout,
+            max_sequence_length=config.max_sequence_length,
+            num_segments=config.num_segments,
+            layer_norm_epsilon=config.layer_norm_epsilon,
+            initializer_range=config.initializer_range,
+            embedding_source=embedding_source,
+            dtype=dtype,
+            name=name,
+        )

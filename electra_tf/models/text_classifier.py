@@ -1,0 +1,214 @@
+"""ELECTRA's fine-tuning model: the encoder plus a linear head on `[CLS]`."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import keras_hub
+from keras_hub.src.utils import preset_utils
+
+from electra_tf.conversion.keras_hub import encoder_from_keras_hub
+from electra_tf.data.vocabulary import check_vocabulary_fits
+from electra_tf.errors import ElectraError
+from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.text_classifier_preprocessor import (
+    ElectraTextClassifierPreprocessor,
+)
+
+
+class PretrainedModelError(ElectraError, ValueError):
+    """A pre-trained model cannot be loaded or does not fit its tokenizer."""
+
+
+def _checked_preset(preset) -> str:
+    """`preset` as a string; a local directory must hold a keras-hub preset."""
+    preset = os.fspath(preset)
+    # keras-hub resolves names and kaggle:// or hf:// handles itself; a
+    # local path gets a clearer message than keras-hub's when it is wrong.
+    is_handle = "://" in preset
+    if not is_handle and (os.sep in preset or os.path.exists(preset)):
+        for name in ("config.json", "tokenizer.json"):
+            if not os.path.exists(os.path.join(preset, name)):
+                raise PretrainedModelError(
+                    f"{preset} is not a keras-hub preset directory: {name} is missing"
+                )
+    return preset
+
+
+def preset_hidden_dim(preset) -> int:
+    """The hidden width of a keras-hub preset's encoder, read from its config.
+
+    Raises:
+        PretrainedModelError: a local directory that is not a preset.
+    """
+    config = preset_utils.load_json(_checked_preset(preset), preset_utils.CONFIG_FILE)
+    return int(config["config"]["hidden_dim"])
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraTextClassifier(keras_hub.models.TextClassifier):
+    """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
+
+    The head is the original ELECTRA's: the final hidden state of `[CLS]`
+    (no tanh pooler), dropout, and one dense layer with a truncated-normal
+    (stddev 0.02) kernel giving `num_classes` logits [batch, num_classes].
+    Hugging Face's `ElectraClassificationHead` (dense + GELU first) differs.
+    Regression (GLUE's STS-B) is `num_classes=1`: the output [batch, 1] is
+    the prediction, and `compile()` then defaults to a mean-squared-error loss.
+
+    As with `keras_hub.models.BertTextClassifier`, a `preprocessor` makes
+    `fit()`, `evaluate()` and `predict()` accept raw strings (or tuples of
+    two string batches for sentence pairs); with `preprocessor=None` they take
+    the encoder's dict of `token_ids`, `segment_ids` and `padding_mask`.
+
+    Args:
+        backbone: an `ElectraEncoder`.
+        num_classes: number of logits; 1 for regression.
+        preprocessor: an `ElectraTextClassifierPreprocessor` or None.
+        activation: optional activation of the outputs (e.g. "softmax");
+            None gives logits.
+        dropout: dropout rate before the dense layer (ELECTRA: 0.1).
+
+    Example:
+    >>> import numpy as np
+    >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...               "a", "good", "bad", "film"]
+    >>> tokenizer = keras_hub.models.ElectraTokenizer(
+    ...     vocabulary=vocabulary, lowercase=True)
+    >>> encoder = ElectraEncoder(
+    ...     vocabulary_size=len(vocabulary), num_layers=1, num_heads=1,
+    ...     hidden_dim=16, embedding_dim=8, intermediate_dim=32,
+    ...     max_sequence_length=8)
+    >>> preprocessor = ElectraTextClassifierPreprocessor(tokenizer, sequence_length=8)
+    >>> classifier = ElectraTextClassifier(
+    ...     backbone=encoder, num_classes=2, preprocessor=preprocessor)
+    >>> history = classifier.fit(
+    ...     x=["a good film", "a bad film"], y=np.array([1, 0]), batch_size=2,
+    ...     verbose=0)
+    >>> classifier.predict(["a good film"], verbose=0).shape
+    (1, 2)
+    """
+
+    backbone_cls = ElectraEncoder
+    preprocessor_cls = ElectraTextClassifierPreprocessor
+
+    def __init__(
+        self,
+        backbone,
+        num_classes,
+        preprocessor=None,
+        activation=None,
+        dropout=0.1,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.classifier_dropout = keras.layers.Dropout(
+            dropout, dtype=backbone.dtype_policy, name="classifier_dropout"
+        )
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=truncated_normal(backbone.initializer_range),
+            activation=activation,
+            dtype=backbone.dtype_policy,
+            name="output_dense",
+        )
+
+        # === Functional Model ===
+        inputs = backbone.input
+        # `pooled_output` is `sequence_output[:, 0]`: the [CLS] position.
+        cls_output = backbone(inputs)["pooled_output"]
+        outputs = self.output_dense(self.classifier_dropout(cls_output))
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.num_classes = num_classes
+        self.activation = keras.activations.get(activation)
+        self.dropout = dropout
+
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
+        """keras-hub's defaults, except that regression gets a squared-error loss.
+
+        For `num_classes > 1` "auto" means sparse categorical cross-entropy and
+        accuracy (as `keras_hub.models.TextClassifier`); for `num_classes == 1`
+        it means mean squared error and no metrics.
+        """
+        # `Task.__init__` compiles before `num_classes` is set: ask the layer.
+        if self.output_dense.units == 1:
+            if loss == "auto":
+                loss = keras.losses.MeanSquaredError()
+            if metrics == "auto":
+                metrics = []
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_classes": self.num_classes,
+                "activation": keras.activations.serialize(self.activation),
+                "dropout": self.dropout,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset,
+        num_classes,
+        load_weights=True,
+        sequence_length=128,
+        dtype=None,
+        **kwargs,
+    ):
+        """A classifier on a keras-hub ELECTRA preset, with a new head.
+
+        `preset` is a directory written by `keras_hub`'s `save_to_preset` (our
+        pre-training export `<model_dir>/export/discriminator/` is one) or the
+        name of a keras-hub ELECTRA preset (downloaded, so it needs network
+        access). Its `ElectraBackbone` is converted to an `ElectraEncoder`
+        (exact GELU, no tanh pooler; see `electra_tf.conversion.keras_hub`) and
+        its `ElectraTokenizer` becomes the preprocessor's.
+
+        Args:
+            preset: a preset directory or keras-hub preset name.
+            num_classes: logits of the new head (1 for regression).
+            load_weights: False keeps the encoder randomly initialised (with
+                the preset's architecture and vocabulary).
+            sequence_length: the preprocessor's packed length.
+            dtype: dtype policy of the encoder and head.
+            **kwargs: passed to the constructor (`activation`, `dropout`, ...).
+
+        Raises:
+            PretrainedModelError: the directory is not a preset, or its
+                vocabulary and embedding sizes differ.
+        """
+        preset = _checked_preset(preset)
+        backbone = keras_hub.models.ElectraBackbone.from_preset(
+            preset, load_weights=load_weights
+        )
+        encoder = encoder_from_keras_hub(backbone, dtype=dtype)
+        preprocessor = ElectraTextClassifierPreprocessor.from_preset(
+            preset, sequence_length=sequence_length
+        )
+        tokenizer_size = preprocessor.tokenizer.vocabulary_size()
+        check_vocabulary_fits(
+            tokenizer_size,
+            encoder.vocabulary_size,
+            f"{preset}: the tokenizer",
+            error=PretrainedModelError,
+        )
+        if sequence_length > encoder.max_sequence_length:
+            raise PretrainedModelError(
+                f"sequence_length {sequence_length} exceeds the {preset} model's "
+                f"max_sequence_length {encoder.max_sequence_length}"
+            )
+        return cls(
+            backbone=encoder,
+            num_classes=num_classes,
+            preprocessor=preprocessor,
+            **kwargs,
+        )

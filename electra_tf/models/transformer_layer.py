@@ -1,0 +1,27 @@
+"""keras-hub's transformer block with `HashedDropout` in place of Keras' dropout."""
+
+from __future__ import annotations
+
+import keras
+from keras_hub.layers import TransformerEncoder
+
+from electra_tf.models.hashed_dropout import use_hashed_dropout
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraTransformerLayer(TransformerEncoder):
+    """`keras_hub.layers.TransformerEncoder` whose three dropouts are hashed.
+
+    keras-hub's block creates its dropout layers (after attention, after the
+    feed-forward, and on the attention probabilities inside Keras'
+    `MultiHeadAttention`) in `build()`. A subclass that swaps them right after
+    that build, rather than a rewritten block, keeps everything else keras-hub's
+    own: the sublayers, their names and weights (so keras-hub presets convert
+    one to one), `call` and `get_config`. See `HashedDropout` for why.
+    """
+
+    def build(self, inputs_shape):
+        super().build(inputs_shape)
+        use_hashed_dropout(self, "_self_attention_dropout")
+        use_hashed_dropout(self, "_feedforward_dropout")
+        use_hashed_dropout(self._self_attention_layer, "_dropout_layer")

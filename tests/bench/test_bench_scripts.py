@@ -1,0 +1,95 @@
+"""Benchmark scripts: `--help` stays cheap; the transformers peer masks as we do."""
+
+import pathlib
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from tests.helpers import CLS, MASK, PAD, SEP, random_batch
+
+REPO = pathlib.Path(__file__).parents[2]
+
+
+@pytest.mark.parametrize(
+    "module, flags",
+    [
+        ("suite.pretrain_throughput", ["--implementations", "--memory-batch-size"]),
+        ("suite.serving_latency", ["--batch-size", "--tsv"]),
+        ("suite.step_time", ["--variants", "uniform_generator"]),
+        ("suite.data_throughput", ["--processes"]),
+        ("studies.rtd_plateau", ["--variants", "--eval-batches"]),
+        ("studies.rtd_auc", ["--oracles"]),
+        ("studies.rtd_synthetic", ["--every"]),
+        ("studies.hf_plateau", ["--configs"]),
+        ("studies.objectives", ["--objectives"]),
+    ],
+)
+def test_help_lists_the_flags(module, flags):
+    # `python -m bench.<module> --help` from the repository root, and the
+    # modules loaded once it has printed: it must stay cheap.
+    probe = (
+        "import runpy, sys\n"
+        f"sys.argv = ['bench.{module}', '--help']\n"
+        "try:\n"
+        f"    runpy.run_module('bench.{module}', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('heavy:', sorted({'tensorflow', 'torch'} & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    for flag in flags:
+        assert flag in result.stdout
+    assert "heavy: []" in result.stdout
+
+
+def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
+    """Same count per example, never a special or padding position, ~85% [MASK]."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import tensorflow as tf
+    import torch
+
+    from bench.hf_peer import HfElectraPretraining
+    from electra_tf import random_streams
+    from electra_tf.pretraining.masking import mask_tokens
+
+    model, pretraining = tiny_configs
+    vocabulary = types.SimpleNamespace(
+        size=model.vocabulary_size, pad_id=PAD, cls_id=CLS, sep_id=SEP, mask_id=MASK
+    )
+    batch = random_batch(batch_size=64, length=pretraining.max_seq_length)
+    peer = HfElectraPretraining(model, pretraining, vocabulary)
+    masked_ids, labels, chosen = peer._mask(
+        torch.from_numpy(batch["token_ids"]).long(),
+        torch.from_numpy(batch["padding_mask"]).long(),
+    )
+    ours = mask_tokens(
+        batch["token_ids"],
+        batch["padding_mask"],
+        key=random_streams.step_key(0, 0),
+        example_index=tf.range(64),
+        mask_prob=pretraining.mask_prob,
+        max_predictions=pretraining.max_predictions_per_seq,
+        mask_token_prob=pretraining.mask_token_prob,
+        mask_token_id=MASK,
+        special_token_ids=(PAD, CLS, SEP, MASK),
+    )
+    chosen = chosen.numpy()
+    assert (chosen.sum(-1) == ours.weights.numpy().sum(-1)).all()
+    special = np.isin(batch["token_ids"], (CLS, SEP)) | (batch["padding_mask"] == 0)
+    assert not (chosen & special).any()
+    assert (labels.numpy()[chosen] == batch["token_ids"][chosen]).all()
+    shown = (masked_ids.numpy() == MASK)[chosen].mean()
+    assert abs(shown - pretraining.mask_token_prob) < 0.06
+    # Its loss is ELECTRA's: the generator's MLM loss plus 50 x the RTD loss
+    # (at initialisation ~log V + 50 x ~0.69, far above the MLM loss alone).
+    loss = peer.train_step({k: v[:8] for k, v in batch.items()})
+    assert pretraining.resolved_disc_weight == 50.0
+    assert loss > 20.0 + np.log(model.vocabulary_size) * 0.5, loss

@@ -1,0 +1,164 @@
+"""pretrain/convert.py: TF1 -> ours -> Hugging Face end to end, and its errors."""
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import safetensors.numpy
+
+import electra_tf.cli.convert
+from tests.helpers import HF_FIXTURE, TF1_STEP
+
+REPO = pathlib.Path(__file__).parents[2]
+FIXTURE = HF_FIXTURE
+STEP = TF1_STEP
+VOCAB = FIXTURE / "discriminator" / "vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def cli():
+    return electra_tf.cli.convert
+
+
+def _error(cli, capsys, *argv):
+    assert cli.main(list(argv)) == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("error: ")
+    return message
+
+
+def test_tf1_to_ours_to_hf_gives_back_the_hf_weights(
+    cli,
+    capsys,
+    tf1_checkpoint,
+    tmp_path,
+):
+    ours = tmp_path / "ours"
+    argv = ["tf1-to-electra", "--checkpoint", tf1_checkpoint, "--vocab", str(VOCAB)]
+    assert cli.main([*argv, "--num-heads", "2", "--output", str(ours)]) == 0
+    printed = capsys.readouterr().out
+    assert f"--init-checkpoint {ours / f'ckpt-{STEP}'}" in printed
+    config = json.loads((ours / "config.json").read_text())
+    assert config["step"] == STEP and config["source"] == tf1_checkpoint
+    assert config["run_flags"].startswith("--preset tiny --hparams")
+    for export in ("discriminator/config.json", "saved_model", "hub/encoder"):
+        assert (ours / "export" / export).exists(), export
+
+    hf = tmp_path / "hf"
+    assert (
+        cli.main(["electra-to-hf", "--checkpoint", str(ours), "--output", str(hf)]) == 0
+    )
+    for tower in ("discriminator", "generator"):
+        theirs = safetensors.numpy.load_file(FIXTURE / tower / "model.safetensors")
+        back = safetensors.numpy.load_file(hf / tower / "model.safetensors")
+        assert sorted(back) == sorted(theirs)
+        for name, value in theirs.items():
+            np.testing.assert_array_equal(back[name], value, err_msg=name)
+        assert (hf / tower / "vocab.txt").read_text() == VOCAB.read_text()
+
+
+def test_errors_are_one_line(cli, capsys, tf1_checkpoint, tmp_path):
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "keep.txt").write_text("mine")
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        tf1_checkpoint,
+        "--output",
+        str(busy),
+    )
+    assert "is not empty; pass --overwrite" in message
+    assert (busy / "keep.txt").read_text() == "mine"
+
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        str(tmp_path / "missing"),
+        "--output",
+        str(tmp_path / "a"),
+    )
+    assert message.startswith("error: cannot read checkpoint") and "missing" in message
+
+    # The 1/2-width generator forced into the tiny preset's shapes: every
+    # tensor that differs is named, on one line.
+    message = _error(
+        cli,
+        capsys,
+        "tf1-to-electra",
+        "--checkpoint",
+        tf1_checkpoint,
+        "--vocab",
+        str(VOCAB),
+        "--preset",
+        "tiny",
+        "--output",
+        str(tmp_path / "b"),
+    )
+    assert "does not fit the model (" in message
+    assert "electra/encoder/layer_0/attention/self/query/kernel: shape [32, 32] in" in (
+        message
+    )
+    assert not (tmp_path / "b" / "config.json").exists()
+
+    message = _error(
+        cli,
+        capsys,
+        "electra-to-hf",
+        "--checkpoint",
+        str(tmp_path / "none"),
+        "--output",
+        str(tmp_path / "c"),
+    )
+    assert "none" in message
+
+
+def test_hf_to_ours_to_keras_hub_and_back(cli, capsys, tmp_path):
+    """The other three commands: HF -> ours -> keras-hub preset -> our encoder,
+    the discriminator's weights unchanged at every hop."""
+    ours = tmp_path / "ours"
+    argv = [
+        "hf-to-electra",
+        "--discriminator",
+        str(FIXTURE / "discriminator"),
+        "--generator",
+        str(FIXTURE / "generator"),
+        "--output",
+        str(ours),
+    ]
+    assert cli.main(argv) == 0
+    assert "--init-checkpoint" in capsys.readouterr().out
+    assert (ours / "vocab.txt").read_text() == VOCAB.read_text()
+
+    kh = tmp_path / "keras_hub"
+    argv = ["electra-to-keras-hub", "--checkpoint", str(ours), "--output", str(kh)]
+    assert cli.main(argv) == 0
+    assert (kh / "config.json").exists() and (kh / "model.weights.h5").exists()
+
+    back = tmp_path / "back"
+    argv = ["keras-hub-to-electra", "--preset", str(kh), "--output", str(back)]
+    assert cli.main(argv) == 0
+    capsys.readouterr()
+
+    import keras
+
+    import electra_tf.models.encoder  # noqa: F401  (registers the class)
+
+    encoder = keras.models.load_model(back / "export" / "encoder.keras")
+    theirs = safetensors.numpy.load_file(
+        FIXTURE / "discriminator" / "model.safetensors"
+    )
+    np.testing.assert_array_equal(
+        encoder.token_embedding.embeddings.numpy(),
+        theirs["electra.embeddings.word_embeddings.weight"],
+    )
+    query = encoder.transformer_layers[1]._self_attention_layer._query_dense
+    np.testing.assert_array_equal(
+        query.kernel.numpy().reshape(query.kernel.shape[0], -1),
+        theirs["electra.encoder.layer.1.attention.self.query.weight"].T,
+    )

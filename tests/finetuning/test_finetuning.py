@@ -1,0 +1,276 @@
+"""The fine-tuning run (library and command line) on the GLUE fixtures."""
+
+import json
+import pathlib
+import shutil
+
+import keras
+import keras_hub
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import electra_tf.cli.finetune
+from electra_tf.config import ConfigError
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.run import (
+    build_classifier,
+    load_task_data,
+    make_optimizer,
+    run_finetuning,
+)
+from electra_tf.finetuning.settings import (
+    RECIPES,
+    FinetuningConfig,
+    recipe_for_width,
+)
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from electra_tf.presets import get_preset
+from tests.helpers import TINY_VOCABULARY_SIZE
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+GLUE_DIR = REPO / "tests" / "fixtures" / "glue"
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+VOCABULARY = SPECIAL + [f"word{i}" for i in range(TINY_VOCABULARY_SIZE - 5)]
+
+
+def tiny_model_config():
+    return get_preset("tiny").model.override(
+        vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=32
+    )
+
+
+def test_recipe():
+    assert RECIPES["small"].learning_rate == 3e-4
+    assert RECIPES["base"].learning_rate == 1e-4
+    assert RECIPES["large"].learning_rate == 5e-5
+    assert [RECIPES[s].layerwise_decay for s in ("small", "base", "large")] == [
+        0.8,
+        0.8,
+        0.9,
+    ]
+    config = FinetuningConfig()
+    assert (config.batch_size, config.max_seq_length, config.warmup_fraction) == (
+        32,
+        128,
+        0.1,
+    )
+    assert config.weight_decay == 0.01 and config.swap_pairs
+    assert recipe_for_width(256)[0] == "small"
+    assert recipe_for_width(1024)[0] == "large"
+    with pytest.raises(ConfigError, match="Unknown hparam 'learnin_rate'"):
+        config.override(learnin_rate=1e-3)
+    with pytest.raises(ConfigError, match="layerwise_decay must be in"):
+        config.override(layerwise_decay=1.5)
+
+
+def test_optimizer_follows_the_recipe():
+    config = FinetuningConfig(learning_rate=1e-4, layerwise_decay=0.8)
+    optimizer = make_optimizer(config, num_layers=12, total_steps=1000)
+    schedule = optimizer._learning_rate
+    assert isinstance(schedule, WarmupPolynomialDecay)
+    assert (schedule.warmup_steps, schedule.total_steps) == (100, 1000)
+    assert optimizer.weight_decay == 0.01 and optimizer.epsilon == 1e-6
+    assert optimizer.global_clipnorm == 1.0
+    assert optimizer.learning_rate_multiplier(
+        "transformer_layer_11/self_attention_layer/query/kernel"
+    ) == pytest.approx(0.8**2)
+    assert optimizer.learning_rate_multiplier("output_dense/kernel") == 1.0
+
+
+@pytest.fixture(scope="module")
+def mnli_run(tmp_path_factory):
+    """Two seeds x two epochs of MNLI (two dev sets, two test sets, and AX)."""
+    output_dir = tmp_path_factory.mktemp("mnli")
+    task = get_task("mnli")
+    config = FinetuningConfig(
+        learning_rate=1e-3, epochs=2, batch_size=2, max_seq_length=32
+    )
+    data = load_task_data(task, str(GLUE_DIR))
+
+    def make_classifier():
+        return build_classifier(
+            task,
+            config,
+            model_config=tiny_model_config(),
+            vocabulary=Vocabulary(tuple(VOCABULARY)),
+        )
+
+    summary = run_finetuning(
+        task,
+        data,
+        make_classifier,
+        config,
+        str(output_dir),
+        seeds=(1, 2),
+        run_info={"pretrained": "none"},
+        verbose=0,
+    )
+    return output_dir, summary
+
+
+def test_run_writes_metrics_per_seed_epoch_and_median(mnli_run):
+    output_dir, summary = mnli_run
+    on_disk = json.loads((output_dir / "metrics.json").read_text())
+    assert on_disk == json.loads(json.dumps(summary))
+    assert set(on_disk["seeds"]) == {"1", "2"}
+    for results in on_disk["seeds"].values():
+        assert [e["epoch"] for e in results["epochs"]] == [1, 2]
+        for epoch in results["epochs"]:
+            assert set(epoch["dev"]) == {"dev_matched", "dev_mismatched"}
+            assert set(epoch["dev"]["dev_matched"]) == {"loss", "accuracy"}
+        best = results["epochs"][results["best_epoch"] - 1]
+        assert (
+            results["score"]
+            == best["score"]
+            == max(e["score"] for e in results["epochs"])
+        )
+    scores = sorted(s["score"] for s in on_disk["seeds"].values())
+    assert on_disk["median"]["score"] == pytest.approx(sum(scores) / 2)
+    assert on_disk["best_seed"] in (1, 2)
+    assert on_disk["epochs"] == 2 and on_disk["pretrained"] == "none"
+    # DevEvaluation puts dev results in the epoch logs as val_*, which
+    # Keras' TensorBoard callback writes to the "validation" run.
+    for seed in ("seed_1", "seed_2"):
+        (events,) = (output_dir / "logs" / seed / "validation").iterdir()
+        tags = {
+            value.tag
+            for event in tf.compat.v1.train.summary_iterator(str(events))
+            for value in event.summary.value
+        }
+        assert {"epoch_accuracy", "epoch_dev_mismatched_accuracy"} <= tags
+
+
+def test_run_writes_glue_submissions(mnli_run):
+    output_dir, _ = mnli_run
+    submission = output_dir / "submission"
+    assert sorted(p.name for p in submission.iterdir()) == [
+        "AX.tsv",
+        "MNLI-m.tsv",
+        "MNLI-mm.tsv",
+    ]
+    rows = (submission / "MNLI-mm.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) == 3
+    labels = {"entailment", "neutral", "contradiction"}
+    for name, count in (("MNLI-m.tsv", 1), ("MNLI-mm.tsv", 2), ("AX.tsv", 3)):
+        rows = (submission / name).read_text().splitlines()[1:]
+        assert [r.split("\t")[0] for r in rows] == [str(i) for i in range(count)]
+        assert {r.split("\t")[1] for r in rows} <= labels
+
+
+def test_run_exports_a_raw_text_saved_model(mnli_run):
+    output_dir, _ = mnli_run
+    serve = tf.saved_model.load(str(output_dir / "saved_model")).signatures[
+        "serving_default"
+    ]
+    outputs = serve(
+        premise=tf.constant(["The cat sat on the mat.", "Then he ran."]),
+        hypothesis=tf.constant(["The cat did not sit.", "He ran away."]),
+    )
+    assert outputs["probabilities"].shape == (2, 3)
+    assert set(outputs["label"].numpy().tolist()) <= {
+        b"entailment",
+        b"neutral",
+        b"contradiction",
+    }
+    assert (output_dir / "classifier.keras").exists()
+
+
+def test_raw_text_export_is_robust_and_matches_keras(mnli_run):
+    """Empty, very long, invalid UTF-8 and non-ASCII text, in one mixed batch,
+    give the Keras classifier's probabilities."""
+    output_dir, _ = mnli_run
+    serve = tf.saved_model.load(str(output_dir / "saved_model")).signatures[
+        "serving_default"
+    ]
+    premises = [
+        "The cat sat on the mat.",
+        "",
+        "a very long premise " * 5000,
+        "Caf\u00e9 na\u00efve r\u00e9sum\u00e9 \u6f22\u5b57 \U0001f600",
+    ]
+    hypotheses = ["The cat did not sit.", "", "short", "\u00fcber"]
+    served = serve(premise=tf.constant(premises), hypothesis=tf.constant(hypotheses))
+    probabilities = served["probabilities"].numpy()
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0, atol=1e-5)
+
+    classifier = keras.models.load_model(output_dir / "classifier.keras")
+    expected = keras.ops.softmax(
+        classifier.predict((tf.constant(premises), tf.constant(hypotheses)), verbose=0)
+    )
+    np.testing.assert_allclose(probabilities, expected, atol=1e-5)
+
+    broken = serve(
+        premise=tf.constant([b"\xff\xfe broken \xc3\x28 bytes", b"fine"]),
+        hypothesis=tf.constant([b"ok", b"\x80"]),
+    )["probabilities"].numpy()
+    assert np.isfinite(broken).all() and broken.shape == (2, 3)
+
+
+# --- The command line -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cli():
+    return electra_tf.cli.finetune
+
+
+def _error(cli, capsys, *argv):
+    assert cli.main(list(argv)) == 2
+    message = capsys.readouterr().err.strip()
+    assert message.startswith("error: ") and "\n" not in message
+    return message
+
+
+def test_cli_demo_needs_the_pretraining_demo(cli, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no runs/pretrain/export here
+    message = _error(cli, capsys)
+    assert "run `python pretrain/run.py` first" in message
+    assert "--pretrained none" in message
+
+
+def test_cli_bad_flags(cli, capsys):
+    assert "Unknown GLUE task 'squad'" in _error(cli, capsys, "--task", "squad")
+    assert "demo data is for sst2 only" in _error(cli, capsys, "--task", "cola")
+    message = _error(
+        cli, capsys, "--pretrained", "none", "--hparams", '{"learnin_rate": 1}'
+    )
+    assert "Unknown hparam 'learnin_rate'" in message
+    assert "--seeds" in _error(cli, capsys, "--seeds", "1,x")
+    message = _error(
+        cli, capsys, "--pretrained", "missing/preset", "--data-dir", str(GLUE_DIR)
+    )
+    assert "missing/preset is not a keras-hub preset directory" in message
+
+
+def test_cli_bad_data(cli, capsys, tmp_path):
+    shutil.copytree(GLUE_DIR / "RTE", tmp_path / "RTE")
+    train = tmp_path / "RTE" / "train.tsv"
+    train.write_text(train.read_text().replace("\tnot_entailment\n", "\tmaybe\n", 1))
+    args = ["--task", "rte", "--data-dir", str(tmp_path), "--pretrained", "none"]
+    message = _error(cli, capsys, *args)
+    assert f"{train}, line 2: label 'maybe' is not one of" in message
+    (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n")
+    train.write_text((GLUE_DIR / "RTE" / "train.tsv").read_text())
+    assert "the dev split has no examples" in _error(cli, capsys, *args)
+    assert "RTE train file not found" in _error(
+        cli, capsys, "--task", "rte", "--data-dir", str(tmp_path / "nowhere")
+    )
+
+
+def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.encoder import ElectraEncoder
+
+    preset = tmp_path / "discriminator"
+    encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())
+    save_keras_hub_preset(encoder, Vocabulary(tuple(VOCABULARY)), str(preset))
+    # Re-save the tokenizer with a vocabulary of another size.
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=VOCABULARY[:150])
+    tokenizer.save_to_preset(str(preset))
+    message = _error(
+        cli, capsys, "--pretrained", str(preset), "--data-dir", str(GLUE_DIR)
+    )
+    assert "the tokenizer has 150 tokens but the model's embedding has 200" in message

@@ -1,0 +1,108 @@
+"""Shared test helpers: tiny batches and models, the special-token ids, TF1 names."""
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import pathlib  # noqa: E402
+import re  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+# Ids of the special tokens in every tiny test vocabulary (BERT's are 0, 100-103).
+PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
+TINY_VOCABULARY_SIZE = 200
+# A tiny random ELECTRA pair written by transformers (see make_fixture.py there).
+HF_FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "hf_reference"
+# The global_step of `tf1_checkpoint` (the base model's step count).
+TF1_STEP = 766_000
+SPECIAL_TOKEN_IDS = dict(
+    pad_token_id=PAD, cls_token_id=CLS, sep_token_id=SEP, mask_token_id=MASK
+)
+
+
+def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULARY_SIZE):
+    """`[CLS] A [SEP] B [SEP] [PAD]...` batches with varied real lengths."""
+    rng = np.random.default_rng(seed)
+    token_ids = rng.integers(5, vocabulary_size, (batch_size, length)).astype("int32")
+    segment_ids = np.zeros_like(token_ids)
+    padding_mask = np.zeros_like(token_ids)
+    for row in range(batch_size):
+        real = int(rng.integers(length // 2, length + 1))
+        split = real // 2
+        token_ids[row, 0] = CLS
+        token_ids[row, split] = SEP
+        token_ids[row, real - 1] = SEP
+        token_ids[row, real:] = PAD
+        segment_ids[row, split + 1 : real] = 1
+        padding_mask[row, :real] = 1
+    return {
+        "token_ids": token_ids,
+        "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+    }
+
+
+def make_pretrainer(model_config, pretraining_config):
+    from electra_tf.pretraining.pretrainer import ElectraPretrainer
+
+    return ElectraPretrainer(model_config, pretraining_config, **SPECIAL_TOKEN_IDS)
+
+
+def randomize_weights(model, seed=0):
+    """Random weights of a visible scale (LayerNorm gains around 1).
+
+    At the 0.02-stddev initialisation outputs hardly depend on the inputs,
+    so a wrong mapping or a tokenisation difference could hide in them.
+    """
+    rng = np.random.default_rng(seed)
+    for variable in model.trainable_weights:
+        is_gain = variable.path.endswith("gamma")
+        noise = rng.standard_normal(tuple(variable.shape))
+        variable.assign((1.0 if is_gain else 0.0) + (0.2 if is_gain else 0.3) * noise)
+
+
+def tf1_name(hf_name, tower):
+    """google-research/electra's name of a Hugging Face tensor (the inverse of
+    transformers' TF1 conversion script), and whether to transpose it."""
+    name = hf_name.removeprefix("electra.")
+    if name == "generator_lm_head.bias":
+        return "generator_predictions/output_bias", False
+    name = re.sub(r"layer\.(\d+)", r"layer_\1", name)
+    name = name.replace("dense_prediction", "dense_1").replace(".", "/")
+    transpose = False
+    if name.endswith("LayerNorm/weight"):
+        name = name.removesuffix("weight") + "gamma"
+    elif name.endswith("LayerNorm/bias"):
+        name = name.removesuffix("bias") + "beta"
+    elif name.endswith("_embeddings/weight"):
+        name = name.removesuffix("/weight")
+    elif name.endswith("/weight"):
+        name, transpose = name.removesuffix("weight") + "kernel", True
+    if not name.startswith(("discriminator_predictions", "generator_predictions")):
+        # Shared embeddings live under the discriminator's scope.
+        shared = name.startswith("embeddings/")
+        name = (
+            "electra/" if tower == "discriminator" or shared else "generator/"
+        ) + name
+    return name, transpose
+
+
+def write_tf1_checkpoint(tensors, prefix, step):
+    """What the original's Estimator wrote: variables, Adam slots, global_step."""
+    import tensorflow as tf
+
+    with tf.Graph().as_default():
+        for name, value in tensors.items():
+            tf.compat.v1.get_variable(name, initializer=value)
+            for slot in ("adam_m", "adam_v"):
+                tf.compat.v1.get_variable(
+                    f"{name}/{slot}", initializer=np.zeros_like(value)
+                )
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            session.run(global_step.assign(step))
+            return tf.compat.v1.train.Saver().save(
+                session, str(prefix), global_step=step
+            )

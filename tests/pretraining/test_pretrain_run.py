@@ -1,0 +1,389 @@
+"""`pretrain/run.py` end to end: resume after SIGKILL, exports, bad flags."""
+
+import json
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+REPO = pathlib.Path(__file__).parents[2]
+CORPUS = REPO / "electra_tf" / "assets" / "corpus" / "brown.txt.gz"
+ARGS = [
+    "--corpus",
+    str(CORPUS),
+    "--vocab",
+    str(REPO / "electra_tf" / "assets" / "vocab.txt"),
+    "--steps",
+    "30",
+    "--checkpoint-every",
+    "5",
+    "--batch-size",
+    "8",
+    "--max-seq-length",
+    "64",
+    # Graph mode: every restart would otherwise recompile with XLA (the
+    # default on CPUs), a minute each; resume does not depend on it.
+    "--jit",
+    "off",
+]
+
+
+def _command(model_dir, *extra):
+    return [
+        sys.executable,
+        str(REPO / "pretrain" / "run.py"),
+        "--model-dir",
+        str(model_dir),
+        *ARGS,
+        *extra,
+    ]
+
+
+def _run(model_dir, *extra):
+    result = subprocess.run(
+        _command(model_dir, *extra), capture_output=True, text=True, timeout=600
+    )
+    return result
+
+
+def _weights(model_dir):
+    """Every tensor of the newest checkpoint by key, weights and optimizer state.
+
+    Runs of the same program write the same keys. (A variable is keyed by its
+    shortest path in the object graph, which for the weights is through the
+    optimizer: `optimizer/_trainable_variables/N`.)
+    """
+    path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
+    reader = tf.train.load_checkpoint(path)
+    names = sorted(
+        n
+        for n in reader.get_variable_to_shape_map()
+        if n != "_CHECKPOINTABLE_OBJECT_GRAPH"
+    )
+    assert any("_trainable_variables" in n for n in names), names[:5]
+    return path, {n: reader.get_tensor(n) for n in names}
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    model_dir = tmp_path_factory.mktemp("uninterrupted")
+    result = _run(model_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir
+
+
+def _checkpoint_files(model_dir):
+    directory = pathlib.Path(model_dir) / "checkpoints"
+    return os.listdir(directory) if directory.exists() else []
+
+
+def _latest_step(model_dir):
+    path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
+    return int(path.rsplit("-", 1)[1]) if path else 0
+
+
+def _assert_loadable(model_dir):
+    """The newest checkpoint reads back whole and finite (never half written)."""
+    path = tf.train.latest_checkpoint(str(pathlib.Path(model_dir) / "checkpoints"))
+    reader = tf.train.load_checkpoint(path)
+    for name in reader.get_variable_to_shape_map():
+        value = reader.get_tensor(name)
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            assert np.isfinite(value).all(), (path, name)
+
+
+def _temp_checkpoints(model_dir):
+    """TensorFlow's temporary checkpoint entries, with their modification times."""
+    directory = pathlib.Path(model_dir) / "checkpoints"
+    return {
+        (name, (directory / name).stat().st_mtime_ns)
+        for name in _checkpoint_files(model_dir)
+        if "_temp" in name
+    }
+
+
+def _kill_once(model_dir, during_save, rng, log_path):
+    """Starts the run and SIGKILLs it once it has made progress.
+
+    `during_save`: kill as soon as TensorFlow's temporary checkpoint files
+    appear (mid-write); otherwise a random moment (0-50 ms, a step or two)
+    after a new checkpoint. The run's stderr goes to `log_path`.
+    Returns (whether a kill landed, whether it left a half-written checkpoint
+    behind, i.e. really landed mid-save).
+    """
+    before = _latest_step(model_dir)
+    # A kill mid-save leaves its temporary files behind; only new ones count.
+    stale = _temp_checkpoints(model_dir)
+    with open(log_path, "w") as log:
+        process = subprocess.Popen(
+            _command(model_dir), stdout=subprocess.DEVNULL, stderr=log
+        )
+        deadline = time.time() + 300
+        try:
+            while process.poll() is None and time.time() < deadline:
+                if during_save:
+                    if _temp_checkpoints(model_dir) - stale:
+                        break
+                    time.sleep(0.0005)
+                else:
+                    if _latest_step(model_dir) > before:
+                        time.sleep(rng.uniform(0.0, 0.05))
+                        break
+                    time.sleep(0.01)
+            killed = process.poll() is None
+            if killed:
+                os.kill(process.pid, signal.SIGKILL)
+        finally:
+            process.kill()
+            process.wait()
+    half_written = bool(_temp_checkpoints(model_dir) - stale)
+    return killed, killed and half_written
+
+
+def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
+    rng = random.Random(0)
+    model_dir = tmp_path / "run"
+    kills = {"during_save": 0, "random": 0, "left_half_written": 0}
+    attempts = 0
+    while kills["during_save"] + kills["random"] < 5 and attempts < 15:
+        during_save = attempts % 2 == 1
+        attempts += 1
+        before = _latest_step(model_dir)
+        log_path = tmp_path / f"attempt_{attempts}.log"
+        killed, half_written = _kill_once(model_dir, during_save, rng, log_path)
+        if not killed:
+            break  # the run finished before it could be killed
+        kills["during_save" if during_save else "random"] += 1
+        kills["left_half_written"] += half_written
+        # Whatever the moment, the newest complete checkpoint reads back whole,
+        # and the killed process had resumed from the one before it.
+        _assert_loadable(model_dir)
+        if before:
+            resumed = f"Resumed from {model_dir}/checkpoints/ckpt-{before}"
+            assert resumed in log_path.read_text(), (attempts, before)
+    assert kills["during_save"] + kills["random"] >= 5, kills
+    # At least one kill landed while a checkpoint was being written.
+    assert kills["left_half_written"] >= 1, kills
+
+    step_before = _latest_step(model_dir)
+    assert step_before > 0
+    result = _run(model_dir)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Resumed from {model_dir}/checkpoints/ckpt-{step_before}" in result.stderr
+    resumed_path, resumed = _weights(model_dir)
+    reference_path, reference = _weights(uninterrupted)
+    assert resumed_path.endswith("ckpt-30") and reference_path.endswith("ckpt-30")
+    # Same step, same learning rate, same data and draws: the same weights.
+    # (CPU kernels are deterministic here; allow float round-off only.)
+    for name, value in reference.items():
+        np.testing.assert_allclose(
+            resumed[name], value, rtol=1e-5, atol=1e-6, err_msg=name
+        )
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    assert results["step"] == 30
+
+
+def test_init_checkpoint_starts_a_new_run_from_its_weights(uninterrupted, tmp_path):
+    init = tf.train.latest_checkpoint(str(uninterrupted / "checkpoints"))
+    # A learning rate of 1e-9 leaves the loaded weights (nearly) unchanged.
+    result = _run(
+        tmp_path,
+        "--init-checkpoint",
+        init,
+        "--steps",
+        "5",
+        "--learning-rate",
+        "1e-9",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "schedule offset 30" in result.stderr
+    _, started = _weights(tmp_path)
+    _, loaded = _weights(uninterrupted)
+    assert _latest_step(tmp_path) == 5
+    weights = [name for name in loaded if "_trainable_variables" in name]
+    assert len(weights) > 40
+    for name in weights:
+        np.testing.assert_allclose(started[name], loaded[name], atol=1e-6, err_msg=name)
+    # The Adam moments and the step counter start afresh.
+    assert int(started["optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE"]) == 5
+
+
+def test_resuming_with_another_model_is_refused_and_changes_nothing(
+    uninterrupted, tmp_path
+):
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    config = (model_dir / "config.json").read_bytes()
+    _, before = _weights(model_dir)
+    result = _run(model_dir, "--hparams", '{"num_layers": 3}')
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: cannot resume from {model_dir}/checkpoints/ckpt-30")
+    assert "another preset or --hparams" in last
+    assert (model_dir / "config.json").read_bytes() == config
+    _, after = _weights(model_dir)
+    assert after.keys() == before.keys()
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(uninterrupted, tmp_path):
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    _, before = _weights(model_dir)
+    result = _run(model_dir, "--steps", "40", "--learning-rate", "1e30")
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: loss became nan"), last
+    assert "ckpt-30" in last
+    path, after = _weights(model_dir)
+    assert path.endswith("ckpt-30")
+    _assert_loadable(model_dir)
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+def test_exports_load_in_a_fresh_process(uninterrupted):
+    export = uninterrupted / "export"
+    script = f"""
+import tensorflow as tf, tensorflow_text  # noqa: F401  (only TF and TF Text)
+model = tf.saved_model.load({str(export / "saved_model")!r})
+detect = model.signatures["detect_replaced_tokens_text"]
+# Serving robustness: empty, very long, invalid UTF-8, non-ASCII, mixed lengths.
+texts = [
+    b"the jury said",
+    b"",
+    ("word " * 20000).encode(),
+    b"\\xff\\xfe broken \\xc3\\x28 bytes",
+    "caf\u00e9 na\u00efve \u6f22\u5b57 \U0001f600".encode(),
+]
+out = detect(text=tf.constant(texts))
+p = out["replaced_probability"].numpy()
+assert p.shape[0] == len(texts) and ((p >= 0) & (p <= 1)).all(), p
+ids = out["token_ids"].numpy()
+assert (ids[2] != 0).all()  # the long text fills the sequence: truncated, not dropped
+print("ok")
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+    import keras_hub
+
+    backbone = keras_hub.models.ElectraBackbone.from_preset(
+        str(export / "discriminator")
+    )
+    assert backbone.vocab_size == 30522
+
+
+def _scalar_steps(directory, tag):
+    steps = set()
+    for path in pathlib.Path(directory).glob("events*"):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            steps |= {event.step for value in event.summary.value if value.tag == tag}
+    return steps
+
+
+def test_tensorboard_curves_and_the_health_base_rate_share_the_step_axis(
+    uninterrupted,
+):
+    # Held-out and training curves, and the health monitor's base-rate
+    # entropy, at the optimizer step of each evaluation (Keras alone would log
+    # the epoch index 0, 1, 2, ...).
+    logs = uninterrupted / "logs"
+    steps = set(range(5, 31, 5))
+    assert _scalar_steps(logs / "validation", "epoch_rtd_auc") == steps
+    assert _scalar_steps(logs / "train", "epoch_rtd_loss") == steps
+    assert _scalar_steps(logs / "base_rate", "epoch_rtd_loss") == steps
+
+
+def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(uninterrupted / "data", data)
+    shard = sorted(data.glob("train-*"))[1]
+    damaged = bytearray(shard.read_bytes())
+    damaged[len(damaged) // 2] ^= 0xFF
+    shard.write_bytes(bytes(damaged))
+    extra = ["--data", str(data / "train-*"), "--steps", "5"]
+
+    result = _run(tmp_path / "plain", *extra)
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: corrupt or truncated TFRecord"), last
+    assert shard.name in last and "corrupted record" in last
+
+    result = _run(tmp_path / "skipping", *extra, "--skip-corrupt-files")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"Skipping {shard}" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--preset", "medium"], "Unknown preset 'medium'"),
+        (
+            ["--hparams", '{"mask_probability": 0.2}'],
+            "Unknown hparam 'mask_probability'",
+        ),
+        (["--hparams", '{"mask_prob": 1.5}'], "mask_prob must be in \\(0, 1\\)"),
+        (["--hparams", "{not json"], "--hparams is not valid JSON"),
+        (
+            ["--objective", "mlm", "--hparams", '{"uniform_generator": true}'],
+            "uniform_generator needs an objective that samples replacements",
+        ),
+        (
+            ["--strategy", "mirrored", "--devices", "/cpu:0,/gpu:3"],
+            "--devices: /gpu:3 is not on this host \\(it has /cpu:0",
+        ),
+        (
+            [
+                "--batch-size",
+                "7",
+                "--strategy",
+                "default",
+                "--hparams",
+                '{"train_steps": 33}',
+            ],
+            "must be a multiple of checkpoint_every",
+        ),
+    ],
+)
+def test_bad_flags_give_one_clear_line(tmp_path, extra, message):
+    result = _run(tmp_path, *extra)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ")
+    import re
+
+    assert re.search(message, last), last
+
+
+def test_missing_corpus_names_it(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "pretrain" / "run.py"),
+            "--model-dir",
+            str(tmp_path),
+            "--corpus",
+            str(tmp_path / "missing.txt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 2
+    assert "missing.txt" in result.stderr.strip().splitlines()[-1]

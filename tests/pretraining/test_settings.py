@@ -1,0 +1,85 @@
+"""`resolve_configs`: flags, the preset and --hparams become the configs in one pass."""
+
+import pytest
+
+from electra_tf.config import ConfigError
+from electra_tf.presets import get_preset
+from electra_tf.pretraining.settings import (
+    DEMO_STEPS,
+    PretrainingFlags,
+    resolve_configs,
+)
+
+
+def test_the_demo_is_the_tiny_preset_for_its_steps():
+    configs = resolve_configs(PretrainingFlags(), jit_compile=True)
+    tiny = get_preset("tiny")
+    assert configs.model == tiny.model
+    assert configs.pretraining == tiny.pretraining
+    assert configs.optimizer == tiny.optimizer.override(total_steps=DEMO_STEPS)
+    training = configs.training
+    assert (training.train_steps, training.batch_size) == (DEMO_STEPS, 32)
+    assert (training.checkpoint_every, training.jit_compile) == (100, True)
+    assert training.model_dir == "runs/pretrain"
+
+
+def test_flags_override_the_preset_and_hparams_override_the_flags():
+    flags = PretrainingFlags(
+        preset="small",
+        steps=60,
+        batch_size=8,
+        learning_rate=1e-3,
+        max_seq_length=64,
+        objective="mlm",
+        precision="mixed_bfloat16",
+        hparams='{"mask_prob": 0.2, "learning_rate": 2e-3, "train_steps": 30,'
+        ' "checkpoint_every": 10}',
+    )
+    configs = resolve_configs(flags, jit_compile=False)
+    assert configs.model == get_preset("small").model
+    assert configs.pretraining.max_seq_length == 64
+    assert configs.pretraining.objective == "mlm"
+    assert configs.pretraining.mask_prob == 0.2
+    # --hparams wins over --learning-rate; --steps sets both step counts.
+    assert configs.optimizer.learning_rate == 2e-3
+    assert configs.optimizer.total_steps == 60
+    # train_steps and checkpoint_every change together, in one pass.
+    assert (configs.training.train_steps, configs.training.checkpoint_every) == (
+        30,
+        10,
+    )
+    assert configs.training.precision == "mixed_bfloat16"
+    assert configs.training.jit_compile is False
+
+
+def test_the_data_add_the_vocabulary_size_and_the_patterns():
+    configs = resolve_configs(PretrainingFlags(steps=10), jit_compile=False)
+    ready = configs.for_data(4785, "d/train-*", "d/eval-*")
+    assert ready.model.vocabulary_size == 4785
+    assert (ready.training.train_data, ready.training.eval_data) == (
+        "d/train-*",
+        "d/eval-*",
+    )
+    assert ready.pretraining == configs.pretraining
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (PretrainingFlags(preset="huge"), "Unknown preset 'huge'"),
+        (PretrainingFlags(hparams="{not json"), "--hparams is not valid JSON"),
+        (PretrainingFlags(hparams="[1]"), "--hparams must be a JSON object"),
+        (PretrainingFlags(hparams='{"mask_probability": 1}'), "'mask_probability'"),
+        (
+            PretrainingFlags(hparams='{"vocabulary_size": 10}'),
+            "vocabulary_size is the vocabulary's",
+        ),
+        (
+            PretrainingFlags(hparams='{"train_steps": 33}'),
+            "must be a multiple of checkpoint_every",
+        ),
+    ],
+)
+def test_bad_settings_raise_config_errors(flags, message):
+    with pytest.raises(ConfigError, match=message):
+        resolve_configs(flags, jit_compile=False)

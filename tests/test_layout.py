@@ -1,0 +1,121 @@
+"""The package's shape: an import graph without cycles, imports at the top, thin
+command lines, nothing on sys.path, and `import electra_tf` as the public API."""
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "electra_tf"
+
+
+def _module(path: pathlib.Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _imports(tree: ast.AST):
+    """(module imported, at module level?) for every electra_tf import.
+
+    `from package import module` imports the module; `from module import name`
+    the module. (A package's `__init__` runs first either way: ours only
+    imports from its submodules.)
+    """
+    top = set(map(id, tree.body))
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                submodule = f"{node.module}.{alias.name}"
+                names.append(submodule if submodule in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        for name in names:
+            if name.startswith("electra_tf"):
+                yield name, id(node) in top
+
+
+def _graph():
+    graph = {}
+    for name, path in MODULES.items():
+        edges = set()
+        for imported, _ in _imports(ast.parse(path.read_text())):
+            if imported in MODULES and imported != name:
+                edges.add(imported)
+        graph[name] = edges
+    return graph
+
+
+def test_the_import_graph_has_no_cycle():
+    graph, state, path = _graph(), {}, []
+
+    def visit(node):
+        state[node] = "open"
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == "open":
+                cycle = path[path.index(target) :] + [target]
+                pytest.fail("import cycle: " + " -> ".join(cycle))
+            if target not in state:
+                visit(target)
+        path.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_library_imports_of_our_modules_are_at_the_top():
+    for path in PACKAGE.rglob("*.py"):
+        late = [
+            name
+            for name, at_top in _imports(ast.parse(path.read_text()))
+            if not at_top
+        ]
+        assert not late, f"{path.relative_to(REPO)} imports {late} inside a function"
+
+
+def test_nothing_puts_the_checkout_on_sys_path():
+    for folder in ("electra_tf", "pretrain", "finetune", "bench", "tests", "scripts"):
+        for path in (REPO / folder).rglob("*.py"):
+            if path == pathlib.Path(__file__):
+                continue
+            assert "sys.path.insert" not in path.read_text(), path
+
+
+def test_command_lines_are_thin():
+    files = [*(PACKAGE / "cli").glob("*.py"), *(REPO / "pretrain").glob("*.py")]
+    files.append(REPO / "finetune" / "run.py")
+    for path in files:
+        lines = len(path.read_text().splitlines())
+        assert lines < 130, f"{path.relative_to(REPO)} has {lines} lines"
+
+
+def test_the_public_api_loads_our_keras_files(tmp_path):
+    """`keras.models.load_model` needs only `import electra_tf` (fresh process)."""
+    import electra_tf
+
+    assert sorted(electra_tf.__all__) == electra_tf.__all__
+    for name in electra_tf.__all__:
+        assert hasattr(electra_tf, name), name
+    config = electra_tf.get_preset("tiny").model.override(vocabulary_size=50)
+    electra_tf.ElectraEncoder.discriminator_from_config(config).save(
+        tmp_path / "encoder.keras"
+    )
+    probe = (
+        "import keras, electra_tf\n"
+        f"model = keras.models.load_model({str(tmp_path / 'encoder.keras')!r})\n"
+        "print(type(model).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ElectraEncoder")
