@@ -2,9 +2,9 @@
 
 With no flags, runs the built-in demo: learns an 8k WordPiece vocabulary from
 the small corpus shipped in `electra_tf/assets/corpus`, builds TFRecords from
-it, trains the `tiny` preset on the CPU for a few minutes, evaluates on a
-held-out shard and exports the discriminator (keras-hub preset and SavedModel)
-and the generator under `runs/pretrain/export`.
+it, trains the `demo` preset (`tiny` with a 1/8-width generator) on the CPU for
+a few minutes, evaluates on a held-out shard and exports the discriminator
+(keras-hub preset and SavedModel) and the generator under `runs/pretrain/export`.
 Rerunning the same command resumes from the newest checkpoint.
 """
 
@@ -48,8 +48,9 @@ def parse_args(argv=None):
     add = parser.add_argument_group("model and objective").add_argument
     add(
         "--preset",
-        default="tiny",
-        help="tiny (default), small, small++, base or large.",
+        default="demo",
+        help="demo (default: the CPU demo's tiny model and 1/8-width generator), "
+        "tiny, small, small++, base or large.",
     )
     add(
         "--objective",

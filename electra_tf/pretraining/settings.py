@@ -24,9 +24,6 @@ from electra_tf.config import (
 )
 from electra_tf.presets import get_preset
 
-# The demo's length: `python pretrain/run.py` with no flags trains `tiny` this long.
-DEMO_STEPS = 2000
-
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingFlags:
@@ -41,7 +38,7 @@ class PretrainingFlags:
     lowercase: bool = True
     skip_corrupt_files: bool = False
     # Model and objective.
-    preset: str = "tiny"
+    preset: str = "demo"
     objective: str | None = None
     # A JSON object (or dict) of config fields, e.g. '{"mask_prob": 0.2}'.
     hparams: str | dict = "{}"
@@ -105,9 +102,7 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
         raise ConfigError(
             "vocabulary_size is the vocabulary's: give --vocab, not --hparams"
         )
-    steps = flags.steps or (
-        DEMO_STEPS if flags.preset == "tiny" else preset.optimizer.total_steps
-    )
+    steps = flags.steps or preset.optimizer.total_steps
     from_flags = {
         "model_dir": flags.model_dir,
         "train_steps": steps,

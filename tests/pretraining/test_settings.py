@@ -4,21 +4,18 @@ import pytest
 
 from electra_tf.config import ConfigError
 from electra_tf.presets import get_preset
-from electra_tf.pretraining.settings import (
-    DEMO_STEPS,
-    PretrainingFlags,
-    resolve_configs,
-)
+from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 
 
-def test_the_demo_is_the_tiny_preset_for_its_steps():
+def test_the_demo_is_tiny_with_a_narrow_generator_for_its_steps():
     configs = resolve_configs(PretrainingFlags(), jit_compile=True)
     tiny = get_preset("tiny")
-    assert configs.model == tiny.model
+    assert configs.model == tiny.model.override(generator_hidden_size=0.125)
+    assert configs.model.generator_hidden_dim == 8
     assert configs.pretraining == tiny.pretraining
-    assert configs.optimizer == tiny.optimizer.override(total_steps=DEMO_STEPS)
+    assert configs.optimizer == tiny.optimizer.override(total_steps=3000)
     training = configs.training
-    assert (training.train_steps, training.batch_size) == (DEMO_STEPS, 32)
+    assert (training.train_steps, training.batch_size) == (3000, 32)
     assert (training.checkpoint_every, training.jit_compile) == (100, True)
     assert training.model_dir == "runs/pretrain"
 
