@@ -1,0 +1,376 @@
+"""ELECTRA's SQuAD model: the encoder plus XLNet's joint start/end span head."""
+
+from __future__ import annotations
+
+import keras
+import keras_hub
+import tensorflow as tf
+
+from electra_tf.encoder import ElectraEncoder
+from electra_tf.models.question_answerer_preprocessor import (
+    ElectraQuestionAnswererPreprocessor,
+)
+
+# Added to the logits of positions that cannot hold an answer (the original's
+# 1000 * (mask - 1)): far below any real logit, yet finite in float16.
+_MASKED = -1000.0
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class SpanHead(keras.layers.Layer):
+    """Start logits, end logits conditioned on a start, and a no-answer logit.
+
+    google-research/electra's `QATask.get_prediction_module` with its
+    defaults (`joint_prediction`, `answerable_classifier`,
+    `answerable_uses_start_logits`), which takes XLNet's question-answering
+    module:
+
+    * start logits: dense(1) on each token's final hidden state;
+    * end logits for a start s: dense(1) of GELU(dense(512) of
+      `[h_s; h_e]`) at every position e; h_s is the gold start's state in
+      training and, at prediction time, each of the `beam_size` most
+      likely starts (a beam over starts, each with all its ends);
+    * no-answer logit (SQuAD 2.0): dense(1) of GELU(dense(512) of
+      `[h_[CLS]; sum_t p_start(t) h_t]`), trained towards "impossible".
+
+    Starts and ends are allowed only on `[CLS]` and the context segment
+    (`segment_ids == 1`, real tokens): other logits get -1000.
+
+    Call: `(sequence_output [B, L, H], segment_ids [B, L], padding_mask
+    [B, L], start_positions [B] or None)`. A non-negative `start_positions`
+    conditions the end on it (K = 1); None or any negative entry means
+    "predict": the top `beam_size` starts (K = min(beam_size, L)).
+
+    Returns float32 `start_logits` [B, L], `end_logits` [B, K, L],
+    int32 `start_index` [B, K] (the starts the ends are conditioned on) and,
+    with `answerable`, `no_answer_logit` [B].
+    """
+
+    def __init__(self, hidden_dim=512, beam_size=20, answerable=True, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_dim = hidden_dim
+        self.beam_size = beam_size
+        self.answerable = answerable
+        # The original's tf.layers.dense: Glorot-uniform kernels, zero biases.
+        self.start_dense = keras.layers.Dense(
+            1, dtype=self.dtype_policy, name="start_dense"
+        )
+        # A dense layer on [h_start; h_end], applied as two matmuls so the
+        # [B, K, L, 2H] concatenation is never built.
+        self.end_hidden = keras.layers.Dense(
+            hidden_dim, dtype=self.dtype_policy, name="end_hidden"
+        )
+        self.end_dense = keras.layers.Dense(1, dtype=self.dtype_policy, name="end_dense")
+        if answerable:
+            self.no_answer_hidden = keras.layers.Dense(
+                hidden_dim, activation="gelu", dtype=self.dtype_policy,
+                name="no_answer_hidden",
+            )
+            self.no_answer_dense = keras.layers.Dense(
+                1, dtype=self.dtype_policy, name="no_answer_dense"
+            )
+
+    def build(self, sequence_shape, *args, **kwargs):
+        width = sequence_shape[-1]
+        self.start_dense.build(sequence_shape)
+        self.end_hidden.build((None, 2 * width))
+        self.end_dense.build((None, self.hidden_dim))
+        if self.answerable:
+            self.no_answer_hidden.build((None, 2 * width))
+            self.no_answer_dense.build((None, self.hidden_dim))
+        self.built = True
+
+    def _end_logits(self, hidden, start_index, answer_mask):
+        """End logits [B, K, L] for starts `start_index` [B, K]."""
+        width = tf.shape(hidden)[-1]
+        kernel = tf.cast(self.end_hidden.kernel, hidden.dtype)
+        bias = tf.cast(self.end_hidden.bias, hidden.dtype)
+        start_states = tf.gather(hidden, start_index, batch_dims=1)  # [B, K, H]
+        from_start = tf.matmul(start_states, kernel[:width])  # [B, K, 512]
+        from_end = tf.matmul(hidden, kernel[width:]) + bias  # [B, L, 512]
+        x = keras.activations.gelu(
+            from_start[:, :, None, :] + from_end[:, None, :, :], approximate=False
+        )
+        logits = tf.cast(self.end_dense(x)[..., 0], "float32")  # [B, K, L]
+        return logits + _MASKED * (1.0 - answer_mask[:, None, :])
+
+    def call(self, hidden, segment_ids, padding_mask, start_positions=None):
+        length = tf.shape(hidden)[1]
+        answer_mask = tf.cast(padding_mask, "float32") * tf.cast(segment_ids, "float32")
+        answer_mask = tf.maximum(answer_mask, tf.one_hot(0, length)[None, :])
+        start_logits = tf.cast(self.start_dense(hidden)[..., 0], "float32")
+        start_logits += _MASKED * (1.0 - answer_mask)
+
+        def beam():
+            k = tf.minimum(self.beam_size, length)
+            return tf.math.top_k(start_logits, k=k).indices
+
+        if start_positions is None:
+            start_index = beam()
+        else:
+            gold = tf.cast(start_positions, "int32")[:, None]
+            start_index = tf.cond(
+                tf.reduce_any(gold < 0), beam, lambda: tf.maximum(gold, 0)
+            )
+        outputs = {
+            "start_logits": start_logits,
+            "end_logits": self._end_logits(hidden, start_index, answer_mask),
+            "start_index": start_index,
+        }
+        if self.answerable:
+            start_p = tf.cast(tf.nn.softmax(start_logits), hidden.dtype)
+            weighted = tf.reduce_sum(start_p[:, :, None] * hidden, axis=1)
+            features = tf.concat([hidden[:, 0], weighted], axis=-1)
+            logit = self.no_answer_dense(self.no_answer_hidden(features))[:, 0]
+            outputs["no_answer_logit"] = tf.cast(logit, "float32")
+        return outputs
+
+    def compute_output_spec(self, hidden, segment_ids, padding_mask, start_positions=None):
+        batch, length = hidden.shape[0], hidden.shape[1]
+        spec = {
+            "start_logits": keras.KerasTensor((batch, length), "float32"),
+            "end_logits": keras.KerasTensor((batch, None, length), "float32"),
+            "start_index": keras.KerasTensor((batch, None), "int32"),
+        }
+        if self.answerable:
+            spec["no_answer_logit"] = keras.KerasTensor((batch,), "float32")
+        return spec
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "beam_size": self.beam_size,
+                "answerable": self.answerable,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="electra_tf")
+class ElectraQuestionAnswerer(keras_hub.models.Task):
+    """`ElectraEncoder` -> `SpanHead`: extractive question answering (SQuAD).
+
+    Inputs: the encoder's `token_ids`, `segment_ids`, `padding_mask` and an
+    optional `start_positions` [batch] (the gold start, which the end is
+    conditioned on in training; -1 or None to search the `beam_size` best
+    starts). Outputs: see `SpanHead`.
+
+    With a preprocessor (`ElectraQuestionAnswererPreprocessor`), `fit()` and
+    `evaluate()` take `x=(questions, contexts)` and `y={"answer_start",
+    "answer_text"}` (answer_start -1 for no answer) and train on every
+    window of every question; `answer()` returns the best answer of each
+    question over all its windows, as text and character offsets.
+
+    `compile()` defaults to the original's loss: the mean over windows of
+    (start cross-entropy + end cross-entropy) / 2, plus 0.5 x the sigmoid
+    cross-entropy of the no-answer logit (SQuAD 2.0).
+
+    Args:
+        backbone: an `ElectraEncoder`.
+        preprocessor: an `ElectraQuestionAnswererPreprocessor` or None.
+        answerable: add the no-answer classifier (SQuAD 2.0).
+        head_hidden_dim: width of the end and no-answer hidden layers (512).
+        beam_size: starts searched at prediction time (original: 20).
+        max_answer_length: longest answer in tokens (original: 30).
+        answerable_weight: weight of the no-answer loss (original: 0.5).
+
+    Example:
+    >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...               "who", "flew", "the", "green", "plane", "?", "pilot"]
+    >>> tokenizer = keras_hub.models.ElectraTokenizer(
+    ...     vocabulary=vocabulary, lowercase=True)
+    >>> encoder = ElectraEncoder(
+    ...     vocabulary_size=len(vocabulary), num_layers=1, num_heads=1,
+    ...     hidden_dim=16, embedding_dim=8, intermediate_dim=32,
+    ...     max_sequence_length=16)
+    >>> model = ElectraQuestionAnswerer(
+    ...     backbone=encoder, head_hidden_dim=8,
+    ...     preprocessor=ElectraQuestionAnswererPreprocessor(
+    ...         tokenizer, sequence_length=16, max_query_length=4))
+    >>> history = model.fit(
+    ...     x=(["Who flew?"], ["The pilot flew the green plane"]),
+    ...     y={"answer_start": [4], "answer_text": ["pilot"]}, verbose=0)
+    >>> answers = model.answer(["Who flew?"], ["The pilot flew the plane"])
+    >>> sorted(answers)
+    ['answer_end', 'answer_start', 'no_answer_score', 'score', 'text']
+    """
+
+    backbone_cls = ElectraEncoder
+    preprocessor_cls = ElectraQuestionAnswererPreprocessor
+
+    def __init__(
+        self,
+        backbone,
+        preprocessor=None,
+        answerable=True,
+        head_hidden_dim=512,
+        beam_size=20,
+        max_answer_length=30,
+        answerable_weight=0.5,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.backbone = backbone
+        self.preprocessor = preprocessor
+        self.span_head = SpanHead(
+            hidden_dim=head_hidden_dim,
+            beam_size=beam_size,
+            answerable=answerable,
+            dtype=backbone.dtype_policy,
+            name="span_head",
+        )
+
+        # === Functional Model ===
+        inputs = dict(backbone.input)
+        inputs["start_positions"] = keras.Input(
+            shape=(), dtype="int32", name="start_positions", optional=True
+        )
+        hidden = backbone({k: inputs[k] for k in backbone.input})["sequence_output"]
+        outputs = self.span_head(
+            hidden,
+            inputs["segment_ids"],
+            inputs["padding_mask"],
+            start_positions=inputs["start_positions"],
+        )
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        # === Config ===
+        self.answerable = answerable
+        self.head_hidden_dim = head_hidden_dim
+        self.beam_size = beam_size
+        self.max_answer_length = max_answer_length
+        self.answerable_weight = answerable_weight
+        self._answer_function = None
+
+    def compile(self, optimizer="auto", loss="auto", *, metrics=None, **kwargs):
+        """`loss="auto"`: the original's span (and no-answer) loss; `optimizer="auto"`:
+        Adam(5e-5)."""
+        if optimizer == "auto":
+            optimizer = keras.optimizers.Adam(5e-5)
+        loss_weights = kwargs.pop("loss_weights", None)
+        if loss == "auto":
+            cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            loss = {"start_logits": cross_entropy, "end_logits": cross_entropy}
+            loss_weights = {"start_logits": 0.5, "end_logits": 0.5}
+            # `Task.__init__` compiles before the config attributes are set.
+            if self.span_head.answerable:
+                loss["no_answer_logit"] = keras.losses.BinaryCrossentropy(
+                    from_logits=True
+                )
+                loss_weights["no_answer_logit"] = getattr(
+                    self, "answerable_weight", 0.5
+                )
+            loss["start_index"] = None
+            loss_weights["start_index"] = 0.0
+        super().compile(
+            optimizer=optimizer,
+            loss=loss,
+            loss_weights=loss_weights,
+            metrics=metrics,
+            **kwargs,
+        )
+
+    def answer(self, questions, contexts, batch_size=32):
+        """The best answer of each question over all windows of its context.
+
+        Returns numpy arrays [num_questions]: `text` (str; "" when no span
+        is allowed), `answer_start` and `answer_end` (character offsets in
+        the context, end exclusive; -1 for no span), `score` (start + end
+        log-probability of the span) and `no_answer_score` (SQuAD 2.0: the
+        lowest no-answer logit over the windows, the original's null score;
+        0 without the classifier). Empty answers by threshold are for the
+        caller (`squad_metrics.apply_threshold`).
+        """
+        import numpy as np
+
+        from electra_tf.span_decoding import answer_text_batch
+
+        if self.preprocessor is None:
+            raise ValueError("answer() needs a preprocessor to take raw text")
+        if self._answer_function is None:
+            self._answer_function = tf.function(
+                lambda q, c: answer_text_batch(self, q, c), reduce_retracing=True
+            )
+        questions, contexts = list(questions), list(contexts)
+        if len(questions) != len(contexts):
+            raise ValueError(
+                f"{len(questions)} questions but {len(contexts)} contexts"
+            )
+        parts = []
+        for begin in range(0, len(questions), batch_size):
+            batch = self._answer_function(
+                tf.constant(questions[begin : begin + batch_size], tf.string),
+                tf.constant(contexts[begin : begin + batch_size], tf.string),
+            )
+            parts.append({k: v.numpy() for k, v in batch.items()})
+        if not parts:
+            return {}
+        results = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        results["text"] = np.array([t.decode("utf-8", "replace") for t in results["text"]])
+        return results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "answerable": self.answerable,
+                "head_hidden_dim": self.head_hidden_dim,
+                "beam_size": self.beam_size,
+                "max_answer_length": self.max_answer_length,
+                "answerable_weight": self.answerable_weight,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_preset(
+        cls,
+        preset,
+        load_weights=True,
+        sequence_length=384,
+        max_query_length=64,
+        doc_stride=128,
+        dtype=None,
+        **kwargs,
+    ):
+        """A question answerer on a keras-hub ELECTRA preset, with a new head.
+
+        As `ElectraTextClassifier.from_preset`: `preset` is a directory written
+        by keras-hub's `save_to_preset` (our pre-training export
+        `<model_dir>/export/discriminator/` is one) or a keras-hub preset name.
+
+        Args:
+            preset: a preset directory or keras-hub preset name.
+            load_weights: False keeps the encoder randomly initialised.
+            sequence_length, max_query_length, doc_stride: the preprocessor's.
+            dtype: dtype policy of the encoder and head.
+            **kwargs: passed to the constructor (`answerable`, ...).
+
+        Raises:
+            PretrainedModelError: the directory is not a preset, or its
+                vocabulary and embedding sizes differ.
+        """
+        from electra_tf.text_classifier import ElectraTextClassifier, PretrainedModelError
+
+        # The classifier's loader checks the preset and converts the backbone.
+        classifier = ElectraTextClassifier.from_preset(
+            preset,
+            num_classes=1,
+            load_weights=load_weights,
+            sequence_length=min(sequence_length, 8),
+            dtype=dtype,
+        )
+        if sequence_length > classifier.backbone.max_sequence_length:
+            raise PretrainedModelError(
+                f"sequence_length {sequence_length} exceeds the {preset} model's "
+                f"max_sequence_length {classifier.backbone.max_sequence_length}"
+            )
+        preprocessor = ElectraQuestionAnswererPreprocessor(
+            classifier.preprocessor.tokenizer,
+            sequence_length=sequence_length,
+            max_query_length=max_query_length,
+            doc_stride=doc_stride,
+        )
+        return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
