@@ -145,6 +145,7 @@ def answer_text_batch(model, questions, contexts):
         return tf.gather(values, position[:, None], batch_dims=1)[:, 0]
 
     byte_start, byte_end = at("byte_start", start), at("byte_end", end)
+    byte_start = tf.maximum(byte_start, 0)
     text = tf.strings.substr(
         contexts, byte_start, tf.maximum(byte_end - byte_start, 0), unit="BYTE"
     )
