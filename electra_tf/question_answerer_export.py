@@ -15,7 +15,8 @@ from electra_tf.span_decoding import answer_text_batch
 
 
 class QuestionAnswererServing(tf.Module):
-    """Signature `serving_default` / `answer`: `question`, `context` tf.string [batch] ->
+    """Signature `serving_default` / `answer`: `question`, `context` (tf.string
+    [batch]) ->
 
     * `answer` (tf.string): the answer text, a substring of the context;
       "" when the question is judged unanswerable (SQuAD 2.0: its

@@ -66,7 +66,9 @@ def best_spans(
     length = tf.shape(start_logits)[1]
     k = tf.shape(start_index)[1]
 
-    start_log_probs = tf.gather(tf.nn.log_softmax(start_logits), start_index, batch_dims=1)
+    start_log_probs = tf.gather(
+        tf.nn.log_softmax(start_logits), start_index, batch_dims=1
+    )
     end_log_probs = tf.nn.log_softmax(end_logits)  # [W, K, L]
     start = start_index[:, :, None]  # [W, K, 1]
     end = tf.range(length)[None, None, :]  # [1, 1, L]
@@ -83,7 +85,9 @@ def best_spans(
     window_start = tf.gather(start_index, best // length, batch_dims=1)
     window_end = best % length
 
-    example_score = tf.math.unsorted_segment_max(window_score, example_index, num_examples)
+    example_score = tf.math.unsorted_segment_max(
+        window_score, example_index, num_examples
+    )
     # The first window reaching its example's best score.
     windows = tf.range(tf.size(example_index))
     reaches = (window_score >= tf.gather(example_score, example_index)) & (

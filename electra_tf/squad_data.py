@@ -1,4 +1,4 @@
-"""SQuAD 1.1 and 2.0 examples: the official JSON files, tensorflow-datasets, and back out.
+"""SQuAD 1.1 and 2.0: the official JSON files, tensorflow-datasets, and back out.
 
 * `read_squad_json(path, version)`: the official layout
   (`{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id",
@@ -207,7 +207,7 @@ def examples_from_tfds(
 def load_tfds_squad(
     version: int, split: str, data_dir: str | None = None
 ) -> list[SquadExample]:
-    """`split` ("train" or "dev") of `squad/v1.1` or `squad/v2.0` in tensorflow-datasets.
+    """`split` ("train" or "dev") of tensorflow-datasets' `squad/v1.1` or `v2.0`.
 
     tfds downloads and prepares it on first use (into `data_dir`, or its
     default `~/tensorflow_datasets`).
@@ -257,9 +257,7 @@ def write_null_odds_json(path: str, na_scores: Mapping[str, float]) -> str:
     return _write_json(path, {str(k): float(v) for k, v in na_scores.items()})
 
 
-def write_squad_json(
-    path: str, examples: Sequence[SquadExample], version: int
-) -> str:
+def write_squad_json(path: str, examples: Sequence[SquadExample], version: int) -> str:
     """Writes examples in the official layout (one article per title,
     paragraphs in order of first appearance)."""
     articles: dict[str, dict[str, list]] = {}

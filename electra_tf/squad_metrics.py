@@ -143,10 +143,14 @@ def best_threshold(
     question's score answers it and every question before it (as predicted)
     and abstains on the rest. Starting from "abstain on everything" (every
     NoAns question right), the best running total wins; ties keep the lower
-    threshold, and 0.0 when abstaining on everything is best.
+    threshold. When abstaining on everything is best the official script
+    reports 0.0, which is below every score for probabilities; for scores
+    that can be 0 or negative (logits) we report one below the lowest, so
+    that applying the threshold reproduces the best score.
     """
     current = sum(1 for qid in has_answer if not has_answer[qid])
-    best, threshold = current, 0.0
+    lowest = min(na_scores.values(), default=1.0)
+    best, threshold = current, 0.0 if lowest > 0.0 else lowest - 1.0
     for qid in sorted(na_scores, key=lambda q: na_scores[q]):
         if qid not in scores:
             continue

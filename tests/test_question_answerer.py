@@ -69,13 +69,19 @@ def dev():
 def _xy(examples):
     x = ([e.question for e in examples], [e.context for e in examples])
     y = {
-        "answer_start": np.array([e.answers[0][1] if e.answers else -1 for e in examples]),
-        "answer_text": np.array([e.answers[0][0] if e.answers else "" for e in examples]),
+        "answer_start": np.array(
+            [e.answers[0][1] if e.answers else -1 for e in examples]
+        ),
+        "answer_text": np.array(
+            [e.answers[0][0] if e.answers else "" for e in examples]
+        ),
     }
     return x, y
 
 
-def test_tokens_match_the_tokenizer_and_offsets_point_at_words(preprocessor, tokenizer, train):
+def test_tokens_match_the_tokenizer_and_offsets_point_at_words(
+    preprocessor, tokenizer, train
+):
     texts = sorted({e.context for e in train}) + ODD_TEXTS
     ids, _, _, char_start, char_end = preprocessor.tokenize_with_offsets(texts)
     expected = tokenizer(tf.constant(texts))
@@ -89,7 +95,18 @@ def test_tokens_match_the_tokenizer_and_offsets_point_at_words(preprocessor, tok
     ends = char_end[len(texts) - 4].numpy().tolist()
     words = sorted({(s, e) for s, e in zip(starts, ends)})
     assert [ODD_TEXTS[0][s:e] for s, e in words] == [
-        "Café", "naïve", ",", "über", "-", "cool", "—", "映", "画", "time", "😀", "!"
+        "Café",
+        "naïve",
+        ",",
+        "über",
+        "-",
+        "cool",
+        "—",
+        "映",
+        "画",
+        "time",
+        "😀",
+        "!",
     ]
 
 
@@ -108,7 +125,9 @@ def test_windows_overlap_and_each_token_starts_in_one_window(preprocessor, train
         firsts = [context_token[r][context_token[r] >= 0][0] for r in rows]
         assert firsts == list(range(0, 16 * len(rows), 16))
         assert context_token[rows[-1]].max() == n - 1
-        assert (context_token[rows[:-1]] >= 0).sum(axis=1).tolist() == [room] * (len(rows) - 1)
+        assert (context_token[rows[:-1]] >= 0).sum(axis=1).tolist() == [room] * (
+            len(rows) - 1
+        )
         # Every context token may start an answer in exactly one window, the
         # one where it is most central.
         starts = np.concatenate([context_token[r][allowed[r]] for r in rows])
@@ -144,7 +163,9 @@ def test_labels_point_at_the_answer_text(preprocessor, train):
 
 def test_a_question_too_long_for_the_window_is_refused(tokenizer):
     with pytest.raises(QuestionAnsweringInputError, match="no room for context"):
-        ElectraQuestionAnswererPreprocessor(tokenizer, sequence_length=16, max_query_length=13)
+        ElectraQuestionAnswererPreprocessor(
+            tokenizer, sequence_length=16, max_query_length=13
+        )
 
 
 @pytest.fixture(scope="module")
@@ -152,16 +173,24 @@ def trained(tokenizer, train):
     """Trained for 3 epochs of one step: 28 questions in ~140 windows of 64."""
     keras.utils.set_random_seed(1)
     encoder = ElectraEncoder(
-        vocabulary_size=tokenizer.vocabulary_size(), num_layers=1, num_heads=2,
-        hidden_dim=32, embedding_dim=16, intermediate_dim=64,
-        max_sequence_length=MODEL_LENGTH, dropout=0.0,
+        vocabulary_size=tokenizer.vocabulary_size(),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=32,
+        embedding_dim=16,
+        intermediate_dim=64,
+        max_sequence_length=MODEL_LENGTH,
+        dropout=0.0,
     )
     preprocessor = ElectraQuestionAnswererPreprocessor(
         tokenizer, sequence_length=MODEL_LENGTH, max_query_length=16, doc_stride=32
     )
     model = ElectraQuestionAnswerer(
-        backbone=encoder, preprocessor=preprocessor, head_hidden_dim=16,
-        beam_size=8, max_answer_length=10,
+        backbone=encoder,
+        preprocessor=preprocessor,
+        head_hidden_dim=16,
+        beam_size=8,
+        max_answer_length=10,
     )
     model.compile(optimizer=keras.optimizers.Adam(1e-2))
     x, y = _xy(train)
@@ -253,7 +282,11 @@ def test_saved_model_serves_the_same_answers_without_electra_tf(trained, dev, tm
     arguments = json.dumps([path, questions, contexts, str(tmp_path / "served.npz")])
     result = subprocess.run(
         [sys.executable, "-c", FRESH_PROCESS, arguments],
-        capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+        env=env,
     )
     assert result.returncode == 0 and "served" in result.stdout, result.stderr[-3000:]
     with np.load(tmp_path / "served.npz", allow_pickle=False) as served:
@@ -272,3 +305,22 @@ def test_saved_model_serves_the_same_answers_without_electra_tf(trained, dev, tm
     assert (served["answer_start"][empty] == -1).all()
     kept = ~empty & (expected["answer_start"] >= 0)
     assert served["answer"][kept].tolist() == expected["text"][kept].tolist()
+
+
+@pytest.mark.slow  # fits and answers with a model of its own
+def test_docstring_examples_run():
+    import doctest
+
+    import electra_tf.models.question_answerer as module
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_preprocessor_docstring_example_runs():
+    import doctest
+
+    import electra_tf.models.question_answerer_preprocessor as module
+
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

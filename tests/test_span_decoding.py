@@ -11,8 +11,16 @@ def _log_softmax(x, axis=-1):
     return x - np.log(np.exp(x).sum(axis=axis, keepdims=True))
 
 
-def brute_force(start_logits, end_logits_full, starts, start_allowed, end_allowed,
-                example_index, num_examples, max_answer_length):
+def brute_force(
+    start_logits,
+    end_logits_full,
+    starts,
+    start_allowed,
+    end_allowed,
+    example_index,
+    num_examples,
+    max_answer_length,
+):
     """Every (window, start in `starts[w]`, end) pair, scored one by one.
 
     `end_logits_full[w, s]` are the end logits given start s (any s).
@@ -50,13 +58,31 @@ def random_case(seed, windows=7, length=24):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("max_answer_length", [1, 4, 30])
 def test_all_starts_give_the_exhaustive_best(seed, max_answer_length):
-    start_logits, end_full, start_allowed, end_allowed, example_index = random_case(seed)
+    start_logits, end_full, start_allowed, end_allowed, example_index = random_case(
+        seed
+    )
     windows, length = start_logits.shape
     starts = np.tile(np.arange(length), (windows, 1))
-    got = best_spans(start_logits, end_full, starts, start_allowed, end_allowed,
-                     example_index, 3, max_answer_length)
-    expected = brute_force(start_logits, end_full, starts, start_allowed,
-                           end_allowed, example_index, 3, max_answer_length)
+    got = best_spans(
+        start_logits,
+        end_full,
+        starts,
+        start_allowed,
+        end_allowed,
+        example_index,
+        3,
+        max_answer_length,
+    )
+    expected = brute_force(
+        start_logits,
+        end_full,
+        starts,
+        start_allowed,
+        end_allowed,
+        example_index,
+        3,
+        max_answer_length,
+    )
     for ex, (score, w, s, e) in enumerate(expected):
         assert got["window"][ex] == w
         assert got["start"][ex] == s and got["end"][ex] == e
@@ -70,10 +96,12 @@ def test_a_beam_of_starts_searches_only_those_starts():
     # The model's beam: the top 4 starts of each window, ends given each.
     beam = np.argsort(-start_logits, axis=1, kind="stable")[:, :4]
     end_beam = np.take_along_axis(end_full, beam[:, :, None], axis=1)
-    got = best_spans(start_logits, end_beam, beam, start_allowed, end_allowed,
-                     example_index, 3, 30)
-    expected = brute_force(start_logits, end_full, beam, start_allowed,
-                           end_allowed, example_index, 3, 30)
+    got = best_spans(
+        start_logits, end_beam, beam, start_allowed, end_allowed, example_index, 3, 30
+    )
+    expected = brute_force(
+        start_logits, end_full, beam, start_allowed, end_allowed, example_index, 3, 30
+    )
     for ex, (score, w, s, e) in enumerate(expected):
         assert (got["window"][ex], got["start"][ex], got["end"][ex]) == (w, s, e)
         np.testing.assert_allclose(got["score"][ex], score, rtol=1e-5)
@@ -84,8 +112,9 @@ def test_no_allowed_span_gives_no_answer():
     # Example 1 owns window 3 alone, whose context is empty.
     windows, length = start_logits.shape
     starts = np.tile(np.arange(length), (windows, 1))
-    got = best_spans(start_logits, end_full, starts, start_allowed, end_allowed,
-                     example_index, 3, 30)
+    got = best_spans(
+        start_logits, end_full, starts, start_allowed, end_allowed, example_index, 3, 30
+    )
     assert got["window"][1] == -1 and got["start"][1] == -1 and got["end"][1] == -1
     assert got["score"][1] == -np.inf
     assert got["window"][0] >= 0

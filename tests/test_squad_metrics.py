@@ -122,7 +122,9 @@ def test_v2_breakdown_threshold_and_best_threshold_by_hand():
 
 
 def test_apply_threshold_empties_unsure_answers():
-    out = squad_metrics.apply_threshold({"a": "x", "b": "y"}, {"a": 1.0, "b": -3.0}, -2.75)
+    out = squad_metrics.apply_threshold(
+        {"a": "x", "b": "y"}, {"a": 1.0, "b": -3.0}, -2.75
+    )
     assert out == {"a": "", "b": "y"}
 
 
@@ -178,21 +180,27 @@ def test_malformed_files_are_one_clear_error(data, version, message):
         examples_from_json(data, version, source="x.json")
 
 
+CONTEXT = b"Wires whined as a cold November blast rocked the wings."
+
+
 def test_tfds_records_convert_like_the_json_reader():
     records = [
         {
             "id": b"q1",
             "title": b"Biplane",
-            "context": "Wires whined as a cold November blast rocked the wings.".encode(),
+            "context": CONTEXT,
             "question": b"Which month?",
-            "answers": {"text": [b"November", b"cold November"], "answer_start": [23, 18]},
+            "answers": {
+                "text": [b"November", b"cold November"],
+                "answer_start": [23, 18],
+            },
             "is_impossible": False,
             "plausible_answers": {"text": [], "answer_start": []},
         },
         {
             "id": b"q2",
             "title": b"Biplane",
-            "context": "Wires whined as a cold November blast rocked the wings.".encode(),
+            "context": CONTEXT,
             "question": "Who flew? é".encode(),
             "answers": {"text": [], "answer_start": []},
             "is_impossible": True,
@@ -211,3 +219,22 @@ def test_prediction_files_are_the_official_layout(tmp_path):
     assert json.loads(pathlib.Path(path).read_text()) == {"a": "Pye", "b": ""}
     path = write_null_odds_json(str(tmp_path / "n.json"), {"a": 1})
     assert json.loads(pathlib.Path(path).read_text()) == {"a": 1.0}
+
+
+def test_best_threshold_below_every_logit_when_abstaining_wins():
+    golds_ = {"a": ["x"], "b": [], "c": []}
+    predictions = {"a": "wrong", "b": "y", "c": "z"}
+    na = {"a": -3.0, "b": -2.0, "c": -1.0}  # logits: all below 0
+    results = evaluate_v2(golds_, predictions, na)
+    assert results["best_f1"] == pytest.approx(100 * 2 / 3)
+    threshold = results["best_f1_thresh"]
+    assert threshold < -3.0
+    answered = squad_metrics.apply_threshold(predictions, na, threshold)
+    assert evaluate_v2(golds_, answered)["f1"] == pytest.approx(results["best_f1"])
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(squad_metrics, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -60,10 +60,14 @@ class SpanHead(keras.layers.Layer):
         self.end_hidden = keras.layers.Dense(
             hidden_dim, dtype=self.dtype_policy, name="end_hidden"
         )
-        self.end_dense = keras.layers.Dense(1, dtype=self.dtype_policy, name="end_dense")
+        self.end_dense = keras.layers.Dense(
+            1, dtype=self.dtype_policy, name="end_dense"
+        )
         if answerable:
             self.no_answer_hidden = keras.layers.Dense(
-                hidden_dim, activation="gelu", dtype=self.dtype_policy,
+                hidden_dim,
+                activation="gelu",
+                dtype=self.dtype_policy,
                 name="no_answer_hidden",
             )
             self.no_answer_dense = keras.layers.Dense(
@@ -125,7 +129,9 @@ class SpanHead(keras.layers.Layer):
             outputs["no_answer_logit"] = tf.cast(logit, "float32")
         return outputs
 
-    def compute_output_spec(self, hidden, segment_ids, padding_mask, start_positions=None):
+    def compute_output_spec(
+        self, hidden, segment_ids, padding_mask, start_positions=None
+    ):
         batch, length = hidden.shape[0], hidden.shape[1]
         spec = {
             "start_logits": keras.KerasTensor((batch, length), "float32"),
@@ -295,9 +301,7 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             )
         questions, contexts = list(questions), list(contexts)
         if len(questions) != len(contexts):
-            raise ValueError(
-                f"{len(questions)} questions but {len(contexts)} contexts"
-            )
+            raise ValueError(f"{len(questions)} questions but {len(contexts)} contexts")
         parts = []
         for begin in range(0, len(questions), batch_size):
             batch = self._answer_function(
@@ -308,7 +312,9 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
         if not parts:
             return {}
         results = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        results["text"] = np.array([t.decode("utf-8", "replace") for t in results["text"]])
+        results["text"] = np.array(
+            [t.decode("utf-8", "replace") for t in results["text"]]
+        )
         return results
 
     def get_config(self):
@@ -352,7 +358,10 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        from electra_tf.text_classifier import ElectraTextClassifier, PretrainedModelError
+        from electra_tf.text_classifier import (
+            ElectraTextClassifier,
+            PretrainedModelError,
+        )
 
         # The classifier's loader checks the preset and converts the backbone.
         classifier = ElectraTextClassifier.from_preset(

@@ -1,4 +1,4 @@
-"""Question + context -> overlapping windows of packed tokens, with character offsets."""
+"""Question + context -> overlapping windows of packed tokens, with char offsets."""
 
 from __future__ import annotations
 
@@ -241,7 +241,9 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         window_start = window_number * tf.gather(stride, example_index)
         window_room = tf.gather(room, example_index)
         window_doc = tf.gather(num_doc, example_index)
-        window_length = tf.maximum(tf.minimum(window_room, window_doc - window_start), 0)
+        window_length = tf.maximum(
+            tf.minimum(window_room, window_doc - window_start), 0
+        )
 
         # Context token indices of each window: ragged [W, (window_length)].
         positions = tf.ragged.range(window_start, window_start + window_length)
@@ -254,13 +256,21 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         )
 
         def doc_values(ragged):
-            return flat.with_flat_values(tf.gather(ragged.flat_values, flat.flat_values))
+            return flat.with_flat_values(
+                tf.gather(ragged.flat_values, flat.flat_values)
+            )
 
         num_windows_total = tf.size(example_index)
         ones = tf.ones([num_windows_total, 1], tf.int32)
         window_query = tf.gather(query, example_index)
         token_ids = tf.concat(
-            [ones * cls_id, window_query, ones * sep_id, doc_values(doc), ones * sep_id],
+            [
+                ones * cls_id,
+                window_query,
+                ones * sep_id,
+                doc_values(doc),
+                ones * sep_id,
+            ],
             axis=1,
         )
         shape = [None, length]
@@ -318,7 +328,9 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         same = example_index[:, None] == example_index[None, :]  # [W, V]
         inside = (token >= start) & (token <= end) & same[:, None, :]
         # 100 x (min(left, right) + 0.01 x length), in integers.
-        score = 100 * tf.minimum(token - start, end - token) + window_length[None, None, :]
+        score = (
+            100 * tf.minimum(token - start, end - token) + window_length[None, None, :]
+        )
         score = tf.where(inside, score, -1)
         own = tf.range(tf.size(example_index))
         before = own[None, :] < own[:, None]  # [W, V]: v comes before w
@@ -350,7 +362,10 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
         first = tf.reduce_sum(
             tf.cast(char_end <= answer_starts[:, None], tf.int32), axis=1
         )
-        last = tf.reduce_sum(tf.cast(char_start < answer_ends[:, None], tf.int32), axis=1) - 1
+        last = (
+            tf.reduce_sum(tf.cast(char_start < answer_ends[:, None], tf.int32), axis=1)
+            - 1
+        )
         first, last = tf.gather(first, example_index), tf.gather(last, example_index)
         window_end = window_start + window_length - 1
         inside = (

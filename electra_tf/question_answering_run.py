@@ -1,0 +1,375 @@
+"""A SQuAD 1.1 or 2.0 fine-tuning run: ELECTRA's recipe, official metrics, exports.
+
+`run_question_answering` trains one `ElectraQuestionAnswerer` per seed with
+`model.fit` on raw questions and contexts (the preprocessor cuts them into
+windows inside `fit`), answers every dev question after each epoch, scores
+the answers with the official SQuAD evaluation (`squad_metrics`), keeps each
+seed's best epoch, and writes to `output_dir`:
+
+* `metrics.json`: per seed and epoch, the best epoch, the median over seeds;
+* `predictions.json` (official format; SQuAD 2.0: "" where the no-answer
+  score exceeds the best-F1 threshold found on dev) and, for 2.0,
+  `null_odds.json` (the no-answer scores, the official script's
+  `--na-prob-file`);
+* `logs/seed_<n>/`: TensorBoard event files;
+* `saved_model/`: a raw-text SavedModel (`question_answerer_export`), with
+  the dev-chosen no-answer threshold for 2.0, and `question_answerer.keras`.
+
+A training batch is `batch_size` questions (all their windows), shuffled
+every epoch with the seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import os
+from collections.abc import Callable, Sequence
+
+import keras
+import keras_hub
+import numpy as np
+import tensorflow as tf
+
+from electra_tf import squad_metrics
+from electra_tf.config import ConfigError, ModelConfig, _Config
+from electra_tf.encoder import ElectraEncoder
+from electra_tf.finetuning import make_optimizer
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.models.question_answerer_preprocessor import (
+    ElectraQuestionAnswererPreprocessor,
+)
+from electra_tf.question_answerer_export import export_question_answerer
+from electra_tf.squad_data import (
+    SquadExample,
+    golds,
+    write_null_odds_json,
+    write_predictions_json,
+)
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class QuestionAnsweringConfig(_Config):
+    """ELECTRA's SQuAD recipe (google-research/electra `configure_finetuning`)."""
+
+    # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (as for GLUE).
+    learning_rate: float = 1e-4
+    # Layer-wise learning-rate decay: 0.8 (small, base), 0.9 (large).
+    layerwise_decay: float = 0.8
+    # The intended layer-wise decay (see `electra_tf.layerwise_decay`).
+    corrected_layerwise_decay: bool = False
+    # Fraction of all training steps spent in linear warm-up.
+    warmup_fraction: float = 0.1
+    # Decoupled weight decay (LayerNorm weights and biases excluded).
+    weight_decay: float = 0.01
+    # Adam epsilon.
+    adam_epsilon: float = 1e-6
+    # Clip gradients to this global norm.
+    clip_norm: float = 1.0
+    # Passes over the training questions (ELECTRA: 2 for SQuAD).
+    epochs: int = 2
+    # Questions per update (each with all its windows).
+    batch_size: int = 32
+    # Questions per batch when answering.
+    eval_batch_size: int = 32
+    # Tokens per window (ELECTRA: 512 for base and large).
+    max_seq_length: int = 512
+    # Question tokens kept.
+    max_query_length: int = 64
+    # Context tokens between window starts.
+    doc_stride: int = 128
+    # Longest answer, in tokens.
+    max_answer_length: int = 30
+    # Starts searched at prediction time.
+    beam_size: int = 20
+    # Width of the span head's hidden layers.
+    head_hidden_dim: int = 512
+    # Weight of the no-answer loss (SQuAD 2.0).
+    answerable_weight: float = 0.5
+    # Compile train steps with XLA.
+    jit_compile: bool = False
+
+    def __post_init__(self):
+        if self.learning_rate <= 0.0:
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+        for name in (
+            "epochs",
+            "batch_size",
+            "eval_batch_size",
+            "max_seq_length",
+            "doc_stride",
+            "max_answer_length",
+            "beam_size",
+        ):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_seq_length - self.max_query_length - 3 < 1:
+            raise ConfigError(
+                f"max_seq_length {self.max_seq_length} leaves no room for context "
+                f"after max_query_length {self.max_query_length}"
+            )
+
+
+def build_question_answerer(
+    version: int,
+    config: QuestionAnsweringConfig,
+    pretrained: str | None = None,
+    model_config: ModelConfig | None = None,
+    vocabulary_tokens: Sequence[str] | None = None,
+    lowercase: bool = True,
+) -> ElectraQuestionAnswerer:
+    """A question answerer (with the no-answer head for SQuAD 2.0), from a
+    keras-hub preset or randomly initialised (then `model_config` and
+    `vocabulary_tokens` are needed)."""
+    head = dict(
+        answerable=version == 2,
+        head_hidden_dim=config.head_hidden_dim,
+        beam_size=config.beam_size,
+        max_answer_length=config.max_answer_length,
+        answerable_weight=config.answerable_weight,
+    )
+    lengths = dict(
+        sequence_length=config.max_seq_length,
+        max_query_length=config.max_query_length,
+        doc_stride=config.doc_stride,
+    )
+    if pretrained is not None:
+        return ElectraQuestionAnswerer.from_preset(pretrained, **lengths, **head)
+    if model_config is None or vocabulary_tokens is None:
+        raise ValueError("a randomly initialised model needs a model config")
+    if len(vocabulary_tokens) != model_config.vocabulary_size:
+        raise ConfigError(
+            f"the vocabulary has {len(vocabulary_tokens)} tokens but the model "
+            f"config has vocabulary_size {model_config.vocabulary_size}"
+        )
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary_tokens), lowercase=lowercase
+    )
+    return ElectraQuestionAnswerer(
+        backbone=ElectraEncoder.discriminator_from_config(model_config),
+        preprocessor=ElectraQuestionAnswererPreprocessor(tokenizer, **lengths),
+        **head,
+    )
+
+
+def training_dataset(
+    examples: Sequence[SquadExample], batch_size: int, seed: int
+) -> tf.data.Dataset:
+    """Raw `((questions, contexts), {"answer_start", "answer_text"})` batches,
+    reshuffled every epoch with `seed`; the model's preprocessor windows them."""
+    x = (
+        np.array([e.question for e in examples], dtype=object),
+        np.array([e.context for e in examples], dtype=object),
+    )
+    y = {
+        "answer_start": np.array(
+            [
+                e.answers[0][1] if e.answers and not e.is_impossible else -1
+                for e in examples
+            ],
+            dtype="int32",
+        ),
+        "answer_text": np.array(
+            [
+                e.answers[0][0] if e.answers and not e.is_impossible else ""
+                for e in examples
+            ],
+            dtype=object,
+        ),
+    }
+    dataset = tf.data.Dataset.from_tensor_slices((x, y))
+    dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    return dataset.batch(batch_size)
+
+
+def evaluate_answers(
+    model: ElectraQuestionAnswerer,
+    examples: Sequence[SquadExample],
+    version: int,
+    batch_size: int = 32,
+) -> tuple[dict, dict[str, str], dict[str, float]]:
+    """Answers every question and scores the answers officially.
+
+    Returns `(results, predictions, no_answer_scores)`: the official
+    metrics (v2: at threshold 0 of the no-answer logit, plus the best
+    thresholds), the best span of each question, and (v2) its no-answer
+    score.
+    """
+    answers = model.answer(
+        [e.question for e in examples], [e.context for e in examples], batch_size
+    )
+    qids = [e.qid for e in examples]
+    spans = dict(zip(qids, answers["text"].tolist()))
+    gold = golds(examples)
+    if version == 1:
+        return squad_metrics.evaluate_v1(gold, spans), spans, {}
+    na = dict(zip(qids, answers["no_answer_score"].astype(float).tolist()))
+    return squad_metrics.evaluate_v2(gold, spans, na, na_threshold=0.0), spans, na
+
+
+def _score(version: int, results: dict) -> float:
+    return results["f1"] if version == 1 else results["best_f1"]
+
+
+class SquadEvaluation(keras.callbacks.Callback):
+    """Answers the dev questions after each epoch; restores the best epoch.
+
+    The epoch with the best F1 (SQuAD 2.0: F1 at the best threshold) wins;
+    its dev results go into the epoch's logs as `val_<metric>`.
+    """
+
+    def __init__(self, examples, version, batch_size):
+        super().__init__()
+        self.examples, self.version, self.batch_size = examples, version, batch_size
+        self.epochs: list[dict] = []
+        self.best_epoch, self.best_score = 0, -math.inf
+        self._best_weights = None
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        results, _, _ = evaluate_answers(
+            self.model, self.examples, self.version, self.batch_size
+        )
+        score = _score(self.version, results)
+        self.epochs.append(
+            {
+                "epoch": epoch + 1,
+                "train": {k: float(v) for k, v in logs.items()},
+                "dev": results,
+                "score": score,
+            }
+        )
+        logs.update({f"val_{k}": v for k, v in results.items()})
+        logger.info("epoch %d: dev %s", epoch + 1, results)
+        if score > self.best_score:
+            self.best_score, self.best_epoch = score, epoch + 1
+            self._best_weights = self.model.get_weights()
+
+    def on_train_end(self, logs=None):
+        if self._best_weights is not None:
+            self.model.set_weights(self._best_weights)
+
+
+def finetune_seed(
+    make_model: Callable[[], ElectraQuestionAnswerer],
+    version: int,
+    train: Sequence[SquadExample],
+    dev: Sequence[SquadExample],
+    config: QuestionAnsweringConfig,
+    seed: int,
+    log_dir: str | None = None,
+    verbose: int | str = 2,
+) -> tuple[ElectraQuestionAnswerer, dict]:
+    """Fine-tunes one model with `seed`; returns it (best epoch) and its results."""
+    keras.utils.set_random_seed(seed)
+    model = make_model()
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    model.compile(
+        optimizer=make_optimizer(
+            config, model.backbone.num_layers, config.epochs * steps_per_epoch
+        ),
+        jit_compile=config.jit_compile,
+    )
+    evaluation = SquadEvaluation(dev, version, config.eval_batch_size)
+    callbacks = [evaluation]
+    if log_dir:
+        callbacks.append(keras.callbacks.TensorBoard(log_dir))
+    model.fit(
+        training_dataset(train, config.batch_size, seed),
+        epochs=config.epochs,
+        callbacks=callbacks,
+        verbose=verbose,
+    )
+    best = evaluation.epochs[evaluation.best_epoch - 1]
+    return model, {
+        "seed": seed,
+        "epochs": evaluation.epochs,
+        "best_epoch": evaluation.best_epoch,
+        "dev": best["dev"],
+        "score": best["score"],
+    }
+
+
+def run_question_answering(
+    version: int,
+    train: Sequence[SquadExample],
+    dev: Sequence[SquadExample],
+    make_model: Callable[[], ElectraQuestionAnswerer],
+    config: QuestionAnsweringConfig,
+    output_dir: str,
+    seeds: Sequence[int] = (1,),
+    run_info: dict | None = None,
+    verbose: int | str = 2,
+) -> dict:
+    """Fine-tunes with every seed; predicts and exports with the best.
+
+    Returns the contents of `metrics.json`.
+    """
+    if not seeds:
+        raise ConfigError("at least one seed is needed")
+    tf.io.gfile.makedirs(output_dir)
+    summary = {
+        "task": f"squad{version}",
+        **(run_info or {}),
+        "config": config.to_dict(),
+        "train_questions": len(train),
+        "dev_questions": len(dev),
+        "seeds": {},
+    }
+    best_model, best_results = None, None
+    for seed in seeds:
+        model, results = finetune_seed(
+            make_model,
+            version,
+            train,
+            dev,
+            config,
+            seed,
+            log_dir=os.path.join(output_dir, "logs", f"seed_{seed}"),
+            verbose=verbose,
+        )
+        summary["seeds"][str(seed)] = results
+        per_seed = list(summary["seeds"].values())
+        summary["median"] = {
+            "dev": {
+                key: float(np.median([s["dev"][key] for s in per_seed]))
+                for key in results["dev"]
+            },
+            "score": float(np.median([s["score"] for s in per_seed])),
+        }
+        if best_results is None or results["score"] > best_results["score"]:
+            best_model, best_results = model, results
+        _write_json(os.path.join(output_dir, "metrics.json"), summary)
+
+    summary["best_seed"] = best_results["seed"]
+    results, spans, na = evaluate_answers(
+        best_model, dev, version, config.eval_batch_size
+    )
+    threshold = None
+    if version == 2:
+        threshold = results["best_f1_thresh"]
+        summary["na_threshold"] = threshold
+        summary["null_odds"] = write_null_odds_json(
+            os.path.join(output_dir, "null_odds.json"), na
+        )
+        spans = squad_metrics.apply_threshold(spans, na, threshold)
+    summary["predictions"] = write_predictions_json(
+        os.path.join(output_dir, "predictions.json"), spans
+    )
+    summary["saved_model"] = export_question_answerer(
+        best_model, os.path.join(output_dir, "saved_model"), na_threshold=threshold
+    )
+    summary["keras_model"] = os.path.join(output_dir, "question_answerer.keras")
+    best_model.save(summary["keras_model"])
+    _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    return summary
+
+
+def _write_json(path: str, values: dict) -> None:
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)

@@ -1,0 +1,73 @@
+"""The SQuAD fine-tuning run writes the official files and a working export.
+
+Slow (one tiny model trained, evaluated, exported): run with `-m slow`.
+"""
+
+import json
+import pathlib
+
+import pytest
+
+from electra_tf.config import ModelConfig
+from electra_tf.question_answering_run import (
+    QuestionAnsweringConfig,
+    build_question_answerer,
+    run_question_answering,
+)
+from electra_tf.squad_data import load_squad_split
+from electra_tf.squad_metrics import evaluate_v2
+from electra_tf.vocabulary import Vocabulary
+
+REPO = pathlib.Path(__file__).parents[1]
+FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
+
+
+@pytest.mark.slow
+def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
+    model_config = ModelConfig(
+        vocabulary_size=vocabulary.size,
+        num_layers=1,
+        hidden_dim=32,
+        embedding_dim=16,
+        num_heads=2,
+        max_sequence_length=64,
+    )
+    config = QuestionAnsweringConfig(
+        learning_rate=1e-3,
+        epochs=2,
+        batch_size=16,
+        max_seq_length=64,
+        max_query_length=16,
+        doc_stride=32,
+        head_hidden_dim=16,
+        beam_size=8,
+    )
+    train = load_squad_split(2, "train", FIXTURE)
+    dev = load_squad_split(2, "dev", FIXTURE)
+
+    def make_model():
+        return build_question_answerer(
+            2, config, model_config=model_config, vocabulary_tokens=vocabulary.tokens
+        )
+
+    summary = run_question_answering(
+        2, train, dev, make_model, config, str(tmp_path), seeds=(1,), verbose=0
+    )
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["best_seed"] == 1
+    assert len(metrics["seeds"]["1"]["epochs"]) == 2
+    dev_results = metrics["seeds"]["1"]["dev"]
+    assert {"exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(
+        dev_results
+    )
+    predictions = json.loads((tmp_path / "predictions.json").read_text())
+    null_odds = json.loads((tmp_path / "null_odds.json").read_text())
+    assert set(predictions) == set(null_odds) == {e.qid for e in dev}
+    # The written predictions score the best-threshold F1 with no threshold.
+    golds = {e.qid: e.answer_texts for e in dev}
+    assert evaluate_v2(golds, predictions)["f1"] == pytest.approx(
+        dev_results["best_f1"]
+    )
+    assert (tmp_path / "saved_model" / "saved_model.pb").exists()
+    assert summary["keras_model"].endswith("question_answerer.keras")
