@@ -27,6 +27,7 @@ from electra_tf.models.question_answerer_preprocessor import (
 )
 from electra_tf.question_answerer_export import export_question_answerer
 from electra_tf.squad_data import read_squad_json, squad_split_path
+from electra_tf.text_classifier import PretrainedModelError
 from electra_tf.vocabulary import Vocabulary
 
 REPO = pathlib.Path(__file__).parents[1]
@@ -324,3 +325,37 @@ def test_preprocessor_docstring_example_runs():
 
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_from_preset_loads_an_exported_discriminator(tokenizer, tmp_path):
+    from electra_tf.keras_hub_conversion import save_keras_hub_preset
+
+    vocabulary = tokenizer.get_vocabulary()
+    encoder = ElectraEncoder(
+        vocabulary_size=len(vocabulary),
+        num_layers=1,
+        num_heads=2,
+        hidden_dim=32,
+        embedding_dim=16,
+        intermediate_dim=64,
+        max_sequence_length=MODEL_LENGTH,
+    )
+    preset = tmp_path / "discriminator"
+    save_keras_hub_preset(encoder, vocabulary, str(preset))
+    model = ElectraQuestionAnswerer.from_preset(
+        str(preset),
+        sequence_length=32,
+        max_query_length=8,
+        doc_stride=8,
+        answerable=False,
+        head_hidden_dim=8,
+    )
+    assert model.preprocessor.sequence_length == 32
+    assert model.preprocessor.doc_stride == 8
+    assert "no_answer_logit" not in model.output
+    np.testing.assert_array_equal(
+        model.backbone.get_layer("token_embedding").get_weights()[0],
+        encoder.get_layer("token_embedding").get_weights()[0],
+    )
+    with pytest.raises(PretrainedModelError, match="exceeds"):
+        ElectraQuestionAnswerer.from_preset(str(preset), sequence_length=128)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import keras
 import keras_hub
 import tensorflow as tf
@@ -358,28 +360,39 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        from electra_tf.text_classifier import (
-            ElectraTextClassifier,
-            PretrainedModelError,
-        )
+        # Imported here: the conversion module imports the encoder, not us.
+        from electra_tf.keras_hub_conversion import encoder_from_keras_hub
+        from electra_tf.text_classifier import PretrainedModelError
 
-        # The classifier's loader checks the preset and converts the backbone.
-        classifier = ElectraTextClassifier.from_preset(
-            preset,
-            num_classes=1,
-            load_weights=load_weights,
-            sequence_length=min(sequence_length, 8),
-            dtype=dtype,
+        preset = os.fspath(preset)
+        is_handle = "://" in preset
+        if not is_handle and (os.sep in preset or os.path.exists(preset)):
+            for name in ("config.json", "tokenizer.json"):
+                if not os.path.exists(os.path.join(preset, name)):
+                    raise PretrainedModelError(
+                        f"{preset} is not a keras-hub preset directory: "
+                        f"{name} is missing"
+                    )
+        backbone = keras_hub.models.ElectraBackbone.from_preset(
+            preset, load_weights=load_weights
         )
-        if sequence_length > classifier.backbone.max_sequence_length:
-            raise PretrainedModelError(
-                f"sequence_length {sequence_length} exceeds the {preset} model's "
-                f"max_sequence_length {classifier.backbone.max_sequence_length}"
-            )
-        preprocessor = ElectraQuestionAnswererPreprocessor(
-            classifier.preprocessor.tokenizer,
+        encoder = encoder_from_keras_hub(backbone, dtype=dtype)
+        preprocessor = ElectraQuestionAnswererPreprocessor.from_preset(
+            preset,
             sequence_length=sequence_length,
             max_query_length=max_query_length,
             doc_stride=doc_stride,
         )
-        return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
+        tokenizer_size = preprocessor.tokenizer.vocabulary_size()
+        if tokenizer_size != encoder.vocabulary_size:
+            raise PretrainedModelError(
+                f"{preset}: the tokenizer has {tokenizer_size} tokens but the "
+                f"model's embedding has {encoder.vocabulary_size} rows; the "
+                "vocabulary does not belong to these weights"
+            )
+        if sequence_length > encoder.max_sequence_length:
+            raise PretrainedModelError(
+                f"sequence_length {sequence_length} exceeds the {preset} model's "
+                f"max_sequence_length {encoder.max_sequence_length}"
+            )
+        return cls(backbone=encoder, preprocessor=preprocessor, **kwargs)
