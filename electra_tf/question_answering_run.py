@@ -15,8 +15,10 @@ seed's best epoch, and writes to `output_dir`:
 * `saved_model/`: a raw-text SavedModel (`question_answerer_export`), with
   the dev-chosen no-answer threshold for 2.0, and `question_answerer.keras`.
 
-A training batch is `batch_size` questions (all their windows), shuffled
-every epoch with the seed.
+The training questions are cut into windows once, before the first epoch
+(the original writes them to TFRecords once); a training batch is
+`batch_size` windows, as the original's batches of features, shuffled every
+epoch with the seed.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ class QuestionAnsweringConfig(_Config):
     clip_norm: float = 1.0
     # Passes over the training questions (ELECTRA: 2 for SQuAD).
     epochs: int = 2
-    # Questions per update (each with all its windows).
+    # Windows per update (the original's features).
     batch_size: int = 32
     # Questions per batch when answering.
     eval_batch_size: int = 32
@@ -156,33 +158,56 @@ def build_question_answerer(
     )
 
 
-def training_dataset(
-    examples: Sequence[SquadExample], batch_size: int, seed: int
-) -> tf.data.Dataset:
-    """Raw `((questions, contexts), {"answer_start", "answer_text"})` batches,
-    reshuffled every epoch with `seed`; the model's preprocessor windows them."""
-    x = (
-        np.array([e.question for e in examples], dtype=object),
-        np.array([e.context for e in examples], dtype=object),
-    )
-    y = {
-        "answer_start": np.array(
-            [
-                e.answers[0][1] if e.answers and not e.is_impossible else -1
-                for e in examples
-            ],
-            dtype="int32",
-        ),
-        "answer_text": np.array(
-            [
-                e.answers[0][0] if e.answers and not e.is_impossible else ""
-                for e in examples
-            ],
-            dtype=object,
-        ),
+def _labels(examples: Sequence[SquadExample]) -> tuple[np.ndarray, np.ndarray]:
+    answerable = [bool(e.answers) and not e.is_impossible for e in examples]
+    starts = [e.answers[0][1] if ok else -1 for e, ok in zip(examples, answerable)]
+    texts = [e.answers[0][0] if ok else "" for e, ok in zip(examples, answerable)]
+    return np.array(starts, "int32"), np.array(texts, dtype=object)
+
+
+def training_windows(
+    preprocessor: ElectraQuestionAnswererPreprocessor,
+    examples: Sequence[SquadExample],
+    chunk_size: int = 256,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every window of every training question with its labels, as numpy
+    `(x, y)` in the layout `ElectraQuestionAnswerer.fit` takes."""
+    windows = tf.function(preprocessor.windows, reduce_retracing=True)
+    starts, texts = _labels(examples)
+    parts = []
+    for begin in range(0, len(examples), chunk_size):
+        end = begin + chunk_size
+        w = windows(
+            tf.constant([e.question for e in examples[begin:end]]),
+            tf.constant([e.context for e in examples[begin:end]]),
+            tf.constant(starts[begin:end]),
+            tf.constant(texts[begin:end].astype(str)),
+        )
+        parts.append({k: v.numpy() for k, v in w.items()})
+    w = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    x = {
+        "token_ids": w["token_ids"],
+        "segment_ids": w["segment_ids"],
+        "padding_mask": w["padding_mask"],
+        "start_positions": w["start_positions"],
     }
-    dataset = tf.data.Dataset.from_tensor_slices((x, y))
-    dataset = dataset.shuffle(len(examples), seed=seed, reshuffle_each_iteration=True)
+    y = {
+        "start_logits": w["start_positions"],
+        "end_logits": w["end_positions"][:, None],
+        "no_answer_logit": w["is_impossible"],
+    }
+    return x, y
+
+
+def training_dataset(
+    windows: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
+    batch_size: int,
+    seed: int,
+) -> tf.data.Dataset:
+    """Batches of `batch_size` windows, reshuffled every epoch with `seed`."""
+    size = len(windows[0]["token_ids"])
+    dataset = tf.data.Dataset.from_tensor_slices(windows)
+    dataset = dataset.shuffle(size, seed=seed, reshuffle_each_iteration=True)
     return dataset.batch(batch_size)
 
 
@@ -267,7 +292,8 @@ def finetune_seed(
     """Fine-tunes one model with `seed`; returns it (best epoch) and its results."""
     keras.utils.set_random_seed(seed)
     model = make_model()
-    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    windows = training_windows(model.preprocessor, train)
+    steps_per_epoch = math.ceil(len(windows[0]["token_ids"]) / config.batch_size)
     model.compile(
         optimizer=make_optimizer(
             config, model.backbone.num_layers, config.epochs * steps_per_epoch
@@ -279,7 +305,7 @@ def finetune_seed(
     if log_dir:
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
     model.fit(
-        training_dataset(train, config.batch_size, seed),
+        training_dataset(windows, config.batch_size, seed),
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=verbose,

@@ -51,7 +51,10 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     it or there is none) and `no_answer_logit` (1.0 for an unanswerable
     question). As in the original, a window that misses the answer of an
     answerable question keeps `no_answer_logit` 0. Without `y`,
-    `start_positions` is -1 (the model then searches for starts).
+    `start_positions` is -1 (the model then searches for starts). An `x`
+    that is already a dict of windows (see `training_windows` in
+    `electra_tf.question_answering_run`) passes through unchanged, so that
+    windows made once can be trained on for many epochs.
 
     Args:
         tokenizer: a `keras_hub.models.ElectraTokenizer`.
@@ -385,6 +388,10 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     # === Keras ===
 
     def call(self, x, y=None, sample_weight=None):
+        if isinstance(x, dict):
+            # Windows made beforehand (`windows()`, once for all epochs):
+            # they pass through as they are.
+            return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
         questions, contexts = x
         if y is None:
             w = self.windows(questions, contexts)
