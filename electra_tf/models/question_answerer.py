@@ -280,6 +280,15 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             **kwargs,
         )
 
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            super().preprocess_samples(x, y, sample_weight)
+        )
+        if isinstance(y, dict) and not self.span_head.answerable:
+            # SQuAD 1.1: no no-answer head to train.
+            y = {k: v for k, v in y.items() if k != "no_answer_logit"}
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
+
     def answer(self, questions, contexts, batch_size=32):
         """The best answer of each question over all windows of its context.
 
