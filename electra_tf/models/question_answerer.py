@@ -307,8 +307,10 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
         if self.preprocessor is None:
             raise ValueError("answer() needs a preprocessor to take raw text")
         if self._answer_function is None:
+            # One trace for every batch size.
             self._answer_function = tf.function(
-                lambda q, c: answer_text_batch(self, q, c), reduce_retracing=True
+                lambda q, c: answer_text_batch(self, q, c),
+                input_signature=[tf.TensorSpec([None], tf.string)] * 2,
             )
         questions, contexts = list(questions), list(contexts)
         if len(questions) != len(contexts):
