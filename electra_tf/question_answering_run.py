@@ -292,6 +292,9 @@ def finetune_seed(
     """Fine-tunes one model with `seed`; returns it (best epoch) and its results."""
     keras.utils.set_random_seed(seed)
     model = make_model()
+    # As the original: a question whose answer text is not at its
+    # answer_start is not trained on (the readers warned about it).
+    train = [e for e in train if e.is_impossible or e.answer_is_aligned]
     windows = training_windows(model.preprocessor, train)
     steps_per_epoch = math.ceil(len(windows[0]["token_ids"]) / config.batch_size)
     model.compile(

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 
 class SquadDataError(ValueError):
@@ -50,6 +53,14 @@ class SquadExample:
     def answer_texts(self) -> list[str]:
         return [text for text, _ in self.answers]
 
+    @property
+    def answer_is_aligned(self) -> bool:
+        """The first answer's text is at its `answer_start` (training uses it)."""
+        if not self.answers:
+            return True
+        text, start = self.answers[0]
+        return self.context[start : start + len(text)] == text
+
 
 VERSIONS = (1, 2)
 
@@ -65,31 +76,45 @@ def squad_split_path(data_dir: str, version: int, split: str) -> str:
     return os.path.join(data_dir, f"{split}-{_version_suffix(version)}.json")
 
 
-def _check_answer(source, qid, context, text, start):
+def _check_answer(source, qid, context, text, start, misaligned):
     if not isinstance(start, int) or not 0 <= start <= len(context):
         raise SquadDataError(
             f"{source}: question {qid}: answer_start {start!r} is outside its "
             f"context of {len(context)} characters"
         )
     if context[start : start + len(text)] != text:
-        raise SquadDataError(
-            f"{source}: question {qid}: the context at {start} reads "
+        misaligned.append(
+            f"question {qid}: the context at {start} reads "
             f"{context[start : start + len(text)]!r}, not the answer {text!r}"
         )
 
 
+def _warn_misaligned(source, misaligned):
+    # As the original, such answers are kept for evaluation (only their text
+    # counts) and their questions left out of training.
+    if misaligned:
+        logger.warning(
+            "%s: %d answers are not at their answer_start (first: %s); their "
+            "questions are not trained on",
+            source,
+            len(misaligned),
+            misaligned[0],
+        )
+
+
 def examples_from_json(
-    data: Mapping, version: int, source: str = "", check_answers: bool = True
+    data: Mapping, version: int, source: str = ""
 ) -> list[SquadExample]:
     """`SquadExample`s of a parsed official-layout JSON object.
 
-    `check_answers`: raise if a gold answer's text is not at its
-    `answer_start` in the context (the official files are consistent).
+    An answer whose text is not at its `answer_start` in the context is kept
+    (evaluation uses only the text) with a warning; `answer_is_aligned` is
+    then False and training skips the question, as the original does.
     """
     _version_suffix(version)
     if not isinstance(data, Mapping) or not isinstance(data.get("data"), list):
         raise SquadDataError(f"{source}: not a SQuAD file (no 'data' list)")
-    examples = []
+    examples, misaligned = [], []
     for article in data["data"]:
         title = article.get("title", "")
         for paragraph in article.get("paragraphs", []):
@@ -120,8 +145,7 @@ def examples_from_json(
                             f"{source}: question {qid}: an answer lacks text "
                             "or answer_start"
                         )
-                    if check_answers:
-                        _check_answer(source, qid, context, text, start)
+                    _check_answer(source, qid, context, text, start, misaligned)
                     answers.append((text, int(start)))
                 if impossible and answers:
                     raise SquadDataError(
@@ -140,6 +164,7 @@ def examples_from_json(
                         title=title,
                     )
                 )
+    _warn_misaligned(source, misaligned)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
     return examples
@@ -177,7 +202,7 @@ def examples_from_tfds(
     `plausible_answers` are not used).
     """
     _version_suffix(version)
-    examples = []
+    examples, misaligned = [], []
     for record in records:
         qid, context = _text(record["id"]), _text(record["context"])
         texts = [_text(t) for t in record["answers"]["text"]]
@@ -188,7 +213,7 @@ def examples_from_tfds(
         if not impossible and not texts:
             raise SquadDataError(f"{source}: question {qid} has no answer")
         for text, start in zip(texts, starts):
-            _check_answer(source, qid, context, text, start)
+            _check_answer(source, qid, context, text, start, misaligned)
         examples.append(
             SquadExample(
                 qid=qid,
@@ -199,6 +224,7 @@ def examples_from_tfds(
                 title=_text(record.get("title", b"")),
             )
         )
+    _warn_misaligned(source, misaligned)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
     return examples

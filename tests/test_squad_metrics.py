@@ -168,7 +168,6 @@ def _raw(answers, impossible=False, qid="q"):
 @pytest.mark.parametrize(
     "data, version, message",
     [
-        (_raw([{"text": "Wires", "answer_start": 3}]), 2, "reads 'es wh'"),
         (_raw([{"text": "Wires", "answer_start": 99}]), 2, "outside its context"),
         (_raw([], impossible=True), 1, "only SQuAD 2.0 allows"),
         (_raw([]), 2, "has no answer"),
@@ -181,6 +180,13 @@ def test_malformed_files_are_one_clear_error(data, version, message):
 
 
 CONTEXT = b"Wires whined as a cold November blast rocked the wings."
+
+
+def test_an_answer_off_its_start_is_kept_with_a_warning(caplog):
+    data = _raw([{"text": "Wires", "answer_start": 3}])
+    (example,) = examples_from_json(data, 2, source="x.json")
+    assert example.answer_texts == ["Wires"] and not example.answer_is_aligned
+    assert "reads 'es wh'" in caplog.text and "x.json: 1 answers" in caplog.text
 
 
 def test_tfds_records_convert_like_the_json_reader():
