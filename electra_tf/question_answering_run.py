@@ -402,3 +402,91 @@ def _write_json(path: str, values: dict) -> None:
     with tf.io.gfile.GFile(path + ".tmp", "w") as f:
         f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
     tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+
+
+def recipe_for(hidden_dim: int) -> tuple[str, QuestionAnsweringConfig]:
+    """The GLUE recipe's learning rate and layer-wise decay for the size
+    closest to `hidden_dim` (the paper uses the same per size), with the
+    SQuAD settings above."""
+    from electra_tf.finetuning import recipe_for_width
+
+    size, recipe = recipe_for_width(hidden_dim)
+    return size, QuestionAnsweringConfig(
+        learning_rate=recipe.learning_rate, layerwise_decay=recipe.layerwise_decay
+    )
+
+
+def finetune_squad(
+    version: int,
+    data_dir: str | None = None,
+    use_tfds: bool = False,
+    pretrained: str | None = None,
+    output_dir: str | None = None,
+    seeds: Sequence[int] = (1,),
+    overrides: dict | None = None,
+    model_config: ModelConfig | None = None,
+    vocabulary_tokens: Sequence[str] | None = None,
+    lowercase: bool = True,
+    verbose: int | str = 2,
+) -> tuple[str, dict]:
+    """`finetune/run.py --task squad1|squad2`: reads the data, picks the recipe
+    for the model's size, applies `overrides` (QuestionAnsweringConfig
+    fields; unknown keys raise `ConfigError`) and runs
+    `run_question_answering`. Returns the output directory and the summary.
+
+    Data: `<data_dir>/train-v1.1.json` and `dev-v1.1.json` (or v2.0), or
+    tensorflow-datasets' `squad/v1.1` (`v2.0`) with `use_tfds`.
+    """
+    from electra_tf.squad_data import SquadDataError, load_squad_split
+
+    if version not in (1, 2):
+        raise ConfigError(f"SQuAD version must be 1 or 2, got {version}")
+    if not data_dir and not use_tfds:
+        raise SquadDataError(
+            f"squad{version} needs --data-dir (holding train-v"
+            f"{'1.1' if version == 1 else '2.0'}.json and dev-...) or --tfds"
+        )
+    train = load_squad_split(version, "train", data_dir, use_tfds=use_tfds)
+    dev = load_squad_split(version, "dev", data_dir, use_tfds=use_tfds)
+    if pretrained is None:
+        if model_config is None or vocabulary_tokens is None:
+            raise ValueError("a randomly initialised model needs a model config")
+        hidden_dim = model_config.hidden_dim
+    else:
+        # Built once up front to fail early and to read the model's width.
+        probe = build_question_answerer(
+            version, QuestionAnsweringConfig(max_seq_length=128), pretrained
+        )
+        hidden_dim = probe.backbone.hidden_dim
+        del probe
+    size, config = recipe_for(hidden_dim)
+    config = config.override(**(overrides or {}))
+    logger.info("%s recipe for squad%d: %s", size, version, config.to_dict())
+
+    def make_model():
+        return build_question_answerer(
+            version,
+            config,
+            pretrained,
+            model_config=model_config,
+            vocabulary_tokens=vocabulary_tokens,
+            lowercase=lowercase,
+        )
+
+    output_dir = output_dir or os.path.join("runs", "finetune", f"squad{version}")
+    summary = run_question_answering(
+        version,
+        train,
+        dev,
+        make_model,
+        config,
+        output_dir,
+        seeds=seeds,
+        run_info={
+            "pretrained": pretrained or "none",
+            "data": "tfds" if use_tfds else data_dir,
+            "recipe": size,
+        },
+        verbose=verbose,
+    )
+    return output_dir, summary

@@ -12,7 +12,7 @@ from electra_tf.config import ModelConfig
 from electra_tf.question_answering_run import (
     QuestionAnsweringConfig,
     build_question_answerer,
-    run_question_answering,
+    finetune_squad,
 )
 from electra_tf.squad_data import load_squad_split
 from electra_tf.squad_metrics import evaluate_v2
@@ -24,6 +24,7 @@ FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
 
 @pytest.mark.slow
 def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
+    """`finetune/run.py --task squad2 --data-dir ...`'s library function."""
     vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
     model_config = ModelConfig(
         vocabulary_size=vocabulary.size,
@@ -33,7 +34,7 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
         num_heads=2,
         max_sequence_length=64,
     )
-    config = QuestionAnsweringConfig(
+    overrides = dict(
         learning_rate=1e-3,
         epochs=2,
         batch_size=16,
@@ -43,17 +44,18 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
         head_hidden_dim=16,
         beam_size=8,
     )
-    train = load_squad_split(2, "train", FIXTURE)
     dev = load_squad_split(2, "dev", FIXTURE)
-
-    def make_model():
-        return build_question_answerer(
-            2, config, model_config=model_config, vocabulary_tokens=vocabulary.tokens
-        )
-
-    summary = run_question_answering(
-        2, train, dev, make_model, config, str(tmp_path), seeds=(1,), verbose=0
+    output_dir, summary = finetune_squad(
+        2,
+        data_dir=FIXTURE,
+        output_dir=str(tmp_path),
+        overrides=overrides,
+        model_config=model_config,
+        vocabulary_tokens=vocabulary.tokens,
+        verbose=0,
     )
+    assert output_dir == str(tmp_path)
+    assert summary["config"]["doc_stride"] == 32
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["best_seed"] == 1
     assert len(metrics["seeds"]["1"]["epochs"]) == 2
@@ -113,3 +115,12 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     model.fit(training_dataset(windows, 32, seed=1), epochs=60, verbose=0)
     results, _, _ = evaluate_answers(model, train, version=1)
     assert results["exact_match"] == 100.0
+
+
+def test_squad_without_data_is_one_clear_error():
+    from electra_tf.squad_data import SquadDataError
+
+    with pytest.raises(SquadDataError, match="needs --data-dir"):
+        finetune_squad(1)
+    with pytest.raises(SquadDataError, match="train-v2.0.json not found"):
+        finetune_squad(2, data_dir=str(REPO / "nowhere"))
