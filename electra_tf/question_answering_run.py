@@ -309,6 +309,7 @@ def finetune_seed(
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
     model.fit(
         training_dataset(windows, config.batch_size, seed),
+        shuffle=False,  # the dataset shuffles itself, seeded
         epochs=config.epochs,
         callbacks=callbacks,
         verbose=verbose,
