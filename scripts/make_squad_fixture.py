@@ -9,19 +9,17 @@ Questions marked None are unanswerable from their paragraph: they go into
 the v2.0 files only. Dev questions have several gold answers where the span
 is fairly ambiguous, as SQuAD's dev set has.
 
-    python scripts/make_squad_fixture.py
+    python -m scripts.make_squad_fixture     (from the repository's root)
 """
 
 from __future__ import annotations
 
 import gzip
 import pathlib
-import sys
+
+from electra_tf.finetuning.squad_data import SquadExample, write_squad_json
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from electra_tf.squad_data import SquadExample, write_squad_json  # noqa: E402
 
 CORPUS = REPO / "electra_tf" / "assets" / "corpus"
 OUT = REPO / "tests" / "fixtures" / "squad"

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import os
-
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 
-from electra_tf.encoder import ElectraEncoder
+from electra_tf.conversion.keras_hub import encoder_from_keras_hub
+from electra_tf.data.vocabulary import check_vocabulary_fits
+from electra_tf.finetuning.span_decoding import answer_text_batch
+from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
 from electra_tf.models.span_head import SpanHead
+from electra_tf.models.text_classifier import PretrainedModelError, _checked_preset
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -159,10 +162,6 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
         0 without the classifier). Empty answers by threshold are for the
         caller (`squad_metrics.apply_threshold`).
         """
-        import numpy as np
-
-        from electra_tf.span_decoding import answer_text_batch
-
         if self.preprocessor is None:
             raise ValueError("answer() needs a preprocessor to take raw text")
         if self._answer_function is None:
@@ -230,19 +229,7 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        # Imported here: the conversion module imports the encoder, not us.
-        from electra_tf.keras_hub_conversion import encoder_from_keras_hub
-        from electra_tf.text_classifier import PretrainedModelError
-
-        preset = os.fspath(preset)
-        is_handle = "://" in preset
-        if not is_handle and (os.sep in preset or os.path.exists(preset)):
-            for name in ("config.json", "tokenizer.json"):
-                if not os.path.exists(os.path.join(preset, name)):
-                    raise PretrainedModelError(
-                        f"{preset} is not a keras-hub preset directory: "
-                        f"{name} is missing"
-                    )
+        preset = _checked_preset(preset)
         backbone = keras_hub.models.ElectraBackbone.from_preset(
             preset, load_weights=load_weights
         )
@@ -253,13 +240,12 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             max_query_length=max_query_length,
             doc_stride=doc_stride,
         )
-        tokenizer_size = preprocessor.tokenizer.vocabulary_size()
-        if tokenizer_size != encoder.vocabulary_size:
-            raise PretrainedModelError(
-                f"{preset}: the tokenizer has {tokenizer_size} tokens but the "
-                f"model's embedding has {encoder.vocabulary_size} rows; the "
-                "vocabulary does not belong to these weights"
-            )
+        check_vocabulary_fits(
+            preprocessor.tokenizer.vocabulary_size(),
+            encoder.vocabulary_size,
+            f"{preset}: the tokenizer",
+            error=PretrainedModelError,
+        )
         if sequence_length > encoder.max_sequence_length:
             raise PretrainedModelError(
                 f"sequence_length {sequence_length} exceeds the {preset} model's "

@@ -8,11 +8,13 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 from keras_hub.src.tokenizers import word_piece_tokenizer as _wordpiece
 
+from electra_tf.errors import ElectraError
+
 # The largest int32, for "no such position" in min/max reductions.
 _BIG = 2**31 - 1
 
 
-class QuestionAnsweringInputError(ValueError):
+class QuestionAnsweringInputError(ElectraError, ValueError):
     """The preprocessor's lengths cannot hold a question and a context."""
 
 
@@ -53,7 +55,7 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     answerable question keeps `no_answer_logit` 0. Without `y`,
     `start_positions` is -1 (the model then searches for starts). An `x`
     that is already a dict of windows (see `training_windows` in
-    `electra_tf.question_answering_run`) passes through unchanged, so that
+    `electra_tf.finetuning.question_answering_run`) passes through unchanged, so that
     windows made once can be trained on for many epochs.
 
     Args:

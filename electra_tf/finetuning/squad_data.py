@@ -27,10 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
 
+from electra_tf.errors import ElectraError
+
 logger = logging.getLogger(__name__)
 
 
-class SquadDataError(ValueError):
+class SquadDataError(ElectraError, ValueError):
     """SQuAD data is missing or malformed."""
 
 

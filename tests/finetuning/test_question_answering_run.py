@@ -9,16 +9,16 @@ import pathlib
 import pytest
 
 from electra_tf.config import ModelConfig
-from electra_tf.question_answering_run import (
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.question_answering_run import (
     QuestionAnsweringConfig,
     build_question_answerer,
     finetune_squad,
 )
-from electra_tf.squad_data import load_squad_split
-from electra_tf.squad_metrics import evaluate_v2
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.finetuning.squad_data import load_squad_split
+from electra_tf.finetuning.squad_metrics import evaluate_v2
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
 
 
@@ -51,7 +51,7 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
         output_dir=str(tmp_path),
         overrides=overrides,
         model_config=model_config,
-        vocabulary_tokens=vocabulary.tokens,
+        vocabulary=vocabulary,
         verbose=0,
     )
     assert output_dir == str(tmp_path)
@@ -82,7 +82,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     training questions exactly (official EM 100)."""
     import keras
 
-    from electra_tf.question_answering_run import (
+    from electra_tf.finetuning.question_answering_run import (
         evaluate_answers,
         training_dataset,
         training_windows,
@@ -108,7 +108,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     train = load_squad_split(1, "train", FIXTURE)
     keras.utils.set_random_seed(1)
     model = build_question_answerer(
-        1, config, model_config=model_config, vocabulary_tokens=vocabulary.tokens
+        1, config, model_config=model_config, vocabulary=vocabulary
     )
     windows = training_windows(model.preprocessor, train)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
@@ -118,7 +118,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
 
 
 def test_squad_without_data_is_one_clear_error():
-    from electra_tf.squad_data import SquadDataError
+    from electra_tf.finetuning.squad_data import SquadDataError
 
     with pytest.raises(SquadDataError, match="needs --data-dir"):
         finetune_squad(1)

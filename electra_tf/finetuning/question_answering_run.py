@@ -35,21 +35,26 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf import squad_metrics
 from electra_tf.config import ConfigError, ModelConfig, _Config
-from electra_tf.encoder import ElectraEncoder
-from electra_tf.finetuning import make_optimizer
+from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.export.question_answerer import export_question_answerer
+from electra_tf.finetuning import squad_metrics
+from electra_tf.finetuning.run import make_optimizer
+from electra_tf.finetuning.settings import recipe_for_width
+from electra_tf.finetuning.squad_data import (
+    SquadDataError,
+    SquadExample,
+    golds,
+    load_squad_split,
+    write_null_odds_json,
+    write_predictions_json,
+)
+from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
-from electra_tf.question_answerer_export import export_question_answerer
-from electra_tf.squad_data import (
-    SquadExample,
-    golds,
-    write_null_odds_json,
-    write_predictions_json,
-)
+from electra_tf.models.text_classifier import preset_hidden_dim
 
 logger = logging.getLogger(__name__)
 
@@ -121,12 +126,11 @@ def build_question_answerer(
     config: QuestionAnsweringConfig,
     pretrained: str | None = None,
     model_config: ModelConfig | None = None,
-    vocabulary_tokens: Sequence[str] | None = None,
-    lowercase: bool = True,
+    vocabulary: Vocabulary | None = None,
 ) -> ElectraQuestionAnswerer:
     """A question answerer (with the no-answer head for SQuAD 2.0), from a
-    keras-hub preset or randomly initialised (then `model_config` and
-    `vocabulary_tokens` are needed)."""
+    keras-hub preset or randomly initialised (then `model_config` and the
+    WordPiece `vocabulary`, with its casing, are needed)."""
     head = dict(
         answerable=version == 2,
         head_hidden_dim=config.head_hidden_dim,
@@ -141,15 +145,13 @@ def build_question_answerer(
     )
     if pretrained is not None:
         return ElectraQuestionAnswerer.from_preset(pretrained, **lengths, **head)
-    if model_config is None or vocabulary_tokens is None:
+    if model_config is None or vocabulary is None:
         raise ValueError("a randomly initialised model needs a model config")
-    if len(vocabulary_tokens) != model_config.vocabulary_size:
-        raise ConfigError(
-            f"the vocabulary has {len(vocabulary_tokens)} tokens but the model "
-            f"config has vocabulary_size {model_config.vocabulary_size}"
-        )
+    check_vocabulary_fits(
+        vocabulary.size, model_config.vocabulary_size, error=ConfigError
+    )
     tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary_tokens), lowercase=lowercase
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
     return ElectraQuestionAnswerer(
         backbone=ElectraEncoder.discriminator_from_config(model_config),
@@ -409,8 +411,6 @@ def recipe_for(hidden_dim: int) -> tuple[str, QuestionAnsweringConfig]:
     """The GLUE recipe's learning rate and layer-wise decay for the size
     closest to `hidden_dim` (the paper uses the same per size), with the
     SQuAD settings above."""
-    from electra_tf.finetuning import recipe_for_width
-
     size, recipe = recipe_for_width(hidden_dim)
     return size, QuestionAnsweringConfig(
         learning_rate=recipe.learning_rate, layerwise_decay=recipe.layerwise_decay
@@ -426,8 +426,7 @@ def finetune_squad(
     seeds: Sequence[int] = (1,),
     overrides: dict | None = None,
     model_config: ModelConfig | None = None,
-    vocabulary_tokens: Sequence[str] | None = None,
-    lowercase: bool = True,
+    vocabulary: Vocabulary | None = None,
     verbose: int | str = 2,
 ) -> tuple[str, dict]:
     """`finetune/run.py --task squad1|squad2`: reads the data, picks the recipe
@@ -438,8 +437,6 @@ def finetune_squad(
     Data: `<data_dir>/train-v1.1.json` and `dev-v1.1.json` (or v2.0), or
     tensorflow-datasets' `squad/v1.1` (`v2.0`) with `use_tfds`.
     """
-    from electra_tf.squad_data import SquadDataError, load_squad_split
-
     if version not in (1, 2):
         raise ConfigError(f"SQuAD version must be 1 or 2, got {version}")
     if not data_dir and not use_tfds:
@@ -450,16 +447,11 @@ def finetune_squad(
     train = load_squad_split(version, "train", data_dir, use_tfds=use_tfds)
     dev = load_squad_split(version, "dev", data_dir, use_tfds=use_tfds)
     if pretrained is None:
-        if model_config is None or vocabulary_tokens is None:
+        if model_config is None or vocabulary is None:
             raise ValueError("a randomly initialised model needs a model config")
         hidden_dim = model_config.hidden_dim
     else:
-        # Built once up front to fail early and to read the model's width.
-        probe = build_question_answerer(
-            version, QuestionAnsweringConfig(max_seq_length=128), pretrained
-        )
-        hidden_dim = probe.backbone.hidden_dim
-        del probe
+        hidden_dim = preset_hidden_dim(pretrained)
     size, config = recipe_for(hidden_dim)
     config = config.override(**(overrides or {}))
     logger.info("%s recipe for squad%d: %s", size, version, config.to_dict())
@@ -470,8 +462,7 @@ def finetune_squad(
             config,
             pretrained,
             model_config=model_config,
-            vocabulary_tokens=vocabulary_tokens,
-            lowercase=lowercase,
+            vocabulary=vocabulary,
         )
 
     output_dir = output_dir or os.path.join("runs", "finetune", f"squad{version}")

@@ -19,18 +19,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.encoder import ElectraEncoder
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.question_answerer import export_question_answerer
+from electra_tf.finetuning.squad_data import read_squad_json, squad_split_path
+from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
     QuestionAnsweringInputError,
 )
-from electra_tf.question_answerer_export import export_question_answerer
-from electra_tf.squad_data import read_squad_json, squad_split_path
-from electra_tf.text_classifier import PretrainedModelError
-from electra_tf.vocabulary import Vocabulary
+from electra_tf.models.text_classifier import PretrainedModelError
 
-REPO = pathlib.Path(__file__).parents[1]
+REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "squad"
 SEQUENCE_LENGTH = 48
 MODEL_LENGTH = 64
@@ -328,11 +328,11 @@ def test_preprocessor_docstring_example_runs():
 
 
 def test_from_preset_loads_an_exported_discriminator(tokenizer, tmp_path):
-    from electra_tf.keras_hub_conversion import save_keras_hub_preset
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
 
-    vocabulary = tokenizer.get_vocabulary()
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
     encoder = ElectraEncoder(
-        vocabulary_size=len(vocabulary),
+        vocabulary_size=vocabulary.size,
         num_layers=1,
         num_heads=2,
         hidden_dim=32,

@@ -8,7 +8,7 @@ and span search). The training windows are made once, before the timed
 epochs, as the run does. Reports questions and windows per second after a
 warm-up epoch (tracing excluded), as JSON in `--output`.
 
-    python bench/squad_throughput.py --preset small --max-seq-length 384
+    python -m bench.suite.squad_throughput --preset small --max-seq-length 384
 """
 
 from __future__ import annotations
@@ -17,12 +17,9 @@ import argparse
 import json
 import os
 import pathlib
-import sys
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "bench"))
+REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 FIXTURE = REPO / "tests" / "fixtures" / "squad"
@@ -40,7 +37,7 @@ def parse_args(argv=None):
         "--questions", type=int, default=256, help="Training questions per epoch."
     )
     parser.add_argument("--epochs", type=int, default=2, help="Timed epochs.")
-    parser.add_argument("--output", default="bench/squad_throughput.json")
+    parser.add_argument("--output", default="bench/results/squad_throughput.json")
     return parser.parse_args(argv)
 
 
@@ -48,18 +45,18 @@ def main(argv=None):
     args = parse_args(argv)
     import keras
     import numpy as np
-    from run_info import run_info
 
-    from electra_tf.finetuning import make_optimizer
-    from electra_tf.presets import get_preset
-    from electra_tf.question_answering_run import (
+    from bench.run_info import run_info
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.finetuning.question_answering_run import (
         QuestionAnsweringConfig,
         build_question_answerer,
         training_dataset,
         training_windows,
     )
-    from electra_tf.squad_data import load_squad_split
-    from electra_tf.vocabulary import Vocabulary
+    from electra_tf.finetuning.run import make_optimizer
+    from electra_tf.finetuning.squad_data import load_squad_split
+    from electra_tf.presets import get_preset
 
     vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "vocab.txt")
     model_config = get_preset(args.preset).model.override(
@@ -75,7 +72,7 @@ def main(argv=None):
     train = (train * (args.questions // len(train) + 1))[: args.questions]
     keras.utils.set_random_seed(1)
     model = build_question_answerer(
-        2, config, model_config=model_config, vocabulary_tokens=vocabulary.tokens
+        2, config, model_config=model_config, vocabulary=vocabulary
     )
     window_data = training_windows(model.preprocessor, train)
     windows = len(window_data[0]["token_ids"])

@@ -10,8 +10,8 @@ import pathlib
 
 import pytest
 
-from electra_tf import squad_metrics
-from electra_tf.squad_data import (
+from electra_tf.finetuning import squad_metrics
+from electra_tf.finetuning.squad_data import (
     SquadDataError,
     examples_from_json,
     examples_from_tfds,
@@ -21,9 +21,14 @@ from electra_tf.squad_data import (
     write_null_odds_json,
     write_predictions_json,
 )
-from electra_tf.squad_metrics import evaluate_v1, evaluate_v2, exact_match, f1
+from electra_tf.finetuning.squad_metrics import (
+    evaluate_v1,
+    evaluate_v2,
+    exact_match,
+    f1,
+)
 
-FIXTURE = pathlib.Path(__file__).parent / "fixtures" / "squad"
+FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "squad"
 
 
 @pytest.mark.parametrize(

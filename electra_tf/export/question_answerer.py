@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.span_decoding import answer_text_batch
+from electra_tf.finetuning.span_decoding import answer_text_batch
 
 
 class QuestionAnswererServing(tf.Module):
