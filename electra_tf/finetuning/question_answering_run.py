@@ -35,12 +35,18 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig, _Config
+from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.run import make_optimizer
-from electra_tf.finetuning.settings import recipe_for_width
+from electra_tf.finetuning.settings import (
+    DEMO_PRETRAINED,
+    FinetuningFlags,
+    parse_seeds,
+    recipe_for_width,
+)
 from electra_tf.finetuning.squad_data import (
     SquadDataError,
     SquadExample,
@@ -55,6 +61,10 @@ from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
 from electra_tf.models.text_classifier import preset_hidden_dim
+from electra_tf.presets import get_preset
+
+# `finetune/run.py --task ...` names of the two SQuAD versions.
+SQUAD_TASKS = {"squad1": 1, "squad2": 2}
 
 logger = logging.getLogger(__name__)
 
@@ -482,3 +492,48 @@ def finetune_squad(
         verbose=verbose,
     )
     return output_dir, summary
+
+
+def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
+    """`finetune/run.py --task squad1|squad2` with its flags: `--data-dir`
+    (the official JSON files) or `--tfds`, `--pretrained` (or "none" with
+    `--preset` and `--vocab`), `--seeds`, `--epochs`, `--batch-size` (windows),
+    `--learning-rate`, `--layerwise-decay`, `--jit` and `--hparams` (fields of
+    `QuestionAnsweringConfig`). Returns the output directory and the summary.
+    """
+    if flags.task not in SQUAD_TASKS:
+        raise ConfigError(f"{flags.task} is not squad1 or squad2")
+    version = SQUAD_TASKS[flags.task]
+    pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
+    if pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
+        raise ConfigError(
+            f"{pretrained} not found: run `python pretrain/run.py` first (the "
+            "pre-training demo exports it there), or pass --pretrained none"
+        )
+    model_config = vocabulary = None
+    if pretrained is None:
+        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
+        model_config = get_preset(flags.preset).model.override(
+            vocabulary_size=vocabulary.size
+        )
+    from_flags = {
+        "epochs": flags.epochs,
+        "batch_size": flags.batch_size,
+        "learning_rate": flags.learning_rate,
+        "layerwise_decay": flags.layerwise_decay,
+    }
+    overrides = {k: v for k, v in from_flags.items() if v is not None}
+    # XLA on CPUs is measured to pay off for pre-training, not fine-tuning.
+    overrides["jit_compile"] = resolve_jit_compile(flags.jit, on_cpu=False)
+    overrides.update(parse_hparams(flags.hparams))
+    return finetune_squad(
+        version,
+        data_dir=flags.data_dir,
+        use_tfds=flags.tfds,
+        pretrained=pretrained,
+        output_dir=flags.output_dir,
+        seeds=parse_seeds(flags.seeds),
+        overrides=overrides,
+        model_config=model_config,
+        vocabulary=vocabulary,
+    )

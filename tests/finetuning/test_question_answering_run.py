@@ -124,3 +124,34 @@ def test_squad_without_data_is_one_clear_error():
         finetune_squad(1)
     with pytest.raises(SquadDataError, match="train-v2.0.json not found"):
         finetune_squad(2, data_dir=str(REPO / "nowhere"))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--task", "squad2", "--pretrained", "none"], "squad2 needs --data-dir"),
+        (
+            ["--task", "squad1", "--pretrained", "none", "--data-dir", "nowhere"],
+            "train-v1.1.json not found",
+        ),
+        (
+            [
+                "--task",
+                "squad2",
+                "--pretrained",
+                "none",
+                "--data-dir",
+                FIXTURE,
+                "--hparams",
+                '{"doc_strid": 64}',
+            ],
+            "Unknown hparam 'doc_strid'",
+        ),
+    ],
+)
+def test_the_command_line_answers_bad_squad_flags_in_one_line(argv, message, capsys):
+    from electra_tf.cli.finetune import main
+
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: ") and message in error
