@@ -4,11 +4,13 @@
 `keras.models.load_model` reads our `.keras` exports, and gives:
 
 * the models: `ElectraEncoder`, `ElectraGenerator`, `ElectraDiscriminator`,
-  `ElectraPretrainer`, `ElectraTextClassifier` and its preprocessor;
+  `ElectraPretrainer`, `ElectraTextClassifier` and its preprocessor,
+  `ElectraQuestionAnswerer` and its preprocessor;
 * the configs and presets: `ModelConfig`, `PretrainingConfig`, `OptimizerConfig`,
   `TrainingConfig`, `get_preset`, `resolve_configs`;
 * pre-training: `Vocabulary`, `prepare_pretraining_data`, `run_pretraining`,
-  `pretrain`; fine-tuning: `get_task`, `run_finetuning`;
+  `pretrain`; fine-tuning: `get_task`, `run_finetuning`, `finetune_squad`,
+  `run_question_answering`;
 * the exports' and checkpoints' loaders: `load_generator`,
   `load_pretraining_checkpoint`, `load_hf_pretrainer`, `load_tf1_pretrainer`,
   `load_keras_hub_preset`;
@@ -32,11 +34,19 @@ from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.errors import ElectraError
 from electra_tf.export.pretrained import load_generator
 from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.question_answering_run import (
+    finetune_squad,
+    run_question_answering,
+)
 from electra_tf.finetuning.run import run_finetuning
 from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
+from electra_tf.models.question_answerer import ElectraQuestionAnswerer
+from electra_tf.models.question_answerer_preprocessor import (
+    ElectraQuestionAnswererPreprocessor,
+)
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
@@ -54,6 +64,8 @@ __all__ = [
     "ElectraError",
     "ElectraGenerator",
     "ElectraPretrainer",
+    "ElectraQuestionAnswerer",
+    "ElectraQuestionAnswererPreprocessor",
     "ElectraTextClassifier",
     "ElectraTextClassifierPreprocessor",
     "ModelConfig",
@@ -62,6 +74,7 @@ __all__ = [
     "PretrainingFlags",
     "TrainingConfig",
     "Vocabulary",
+    "finetune_squad",
     "get_preset",
     "get_task",
     "load_generator",
@@ -74,4 +87,5 @@ __all__ = [
     "resolve_configs",
     "run_finetuning",
     "run_pretraining",
+    "run_question_answering",
 ]

@@ -1,4 +1,4 @@
-"""Fine-tune ELECTRA on a GLUE task: `python finetune/run.py [flags]`.
+"""Fine-tune ELECTRA on a GLUE task or SQuAD: `python finetune/run.py [flags]`.
 
 With no flags, runs the built-in demo: fine-tunes the pre-training demo's
 discriminator (`runs/pretrain/export/discriminator`, written by
@@ -11,6 +11,9 @@ On GLUE: `--task mnli --data-dir glue_data` (the official download's layout)
 or `--task mnli --tfds`. Writes `metrics.json` (per seed and epoch, and the
 median over seeds), TensorBoard logs, GLUE-server TSVs of the test splits
 (MNLI also AX.tsv) and a raw-text SavedModel to --output-dir.
+
+On SQuAD: `--task squad2 --data-dir squad` (train-v2.0.json and dev-v2.0.json;
+squad1: the v1.1 files) or `--tfds`; writes the official predictions.json too.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ import logging
 import sys
 
 from electra_tf.cli import command_line
+from electra_tf.finetuning.question_answering_run import (
+    SQUAD_TASKS,
+    finetune_squad_from_flags,
+)
 from electra_tf.finetuning.run import finetune
 from electra_tf.finetuning.settings import DEMO_PRETRAINED, FinetuningFlags
 
@@ -33,7 +40,8 @@ def parse_args(argv=None):
     # fmt: off
     add = parser.add_argument
     add("--task", default="sst2", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, "
-        "rte or wnli (default: sst2). AX is predicted by the mnli run.")
+        "rte, wnli, squad1 or squad2 (default: sst2). AX is predicted by the mnli "
+        "run.")
     add("--pretrained", default=DEMO_PRETRAINED, help="A keras-hub ELECTRA preset: "
         f"the directory pre-training exports (default: {DEMO_PRETRAINED}) or a "
         "keras-hub preset name; 'none' for random initialisation.")
@@ -69,7 +77,8 @@ def parse_args(argv=None):
 def main(args) -> int:
     flags = vars(args)
     flags["lowercase"] = not flags.pop("no_lowercase")
-    output_dir, summary = finetune(FinetuningFlags(**flags))
+    run = finetune_squad_from_flags if args.task in SQUAD_TASKS else finetune
+    output_dir, summary = run(FinetuningFlags(**flags))
     median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f)",

@@ -4,4 +4,5 @@
   files, serving SavedModel) and `load_generator`.
 * `tf_hub`: the encoder and its text preprocessing, TF-Hub style.
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
+* `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
 """

@@ -9,4 +9,7 @@
 * `all_tokens_mlm`: All-Tokens MLM's model (an MLM head at every position, copy gate).
 * `text_classifier`, `text_classifier_preprocessor`: `ElectraTextClassifier` and its
   preprocessor, on keras-hub's task API (fine-tuning).
+* `question_answerer`, `question_answerer_preprocessor`, `span_head`:
+  `ElectraQuestionAnswerer` (SQuAD), its windowing preprocessor and XLNet's span
+  head as ELECTRA uses it.
 """

@@ -1,0 +1,316 @@
+"""SQuAD 1.1 and 2.0: the official JSON files, tensorflow-datasets, and back out.
+
+* `read_squad_json(path, version)`: the official layout
+  (`{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id",
+  "question", "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}`;
+  `is_impossible` only in 2.0).
+* `squad_split_path(data_dir, version, split)`: `train-v1.1.json`,
+  `dev-v2.0.json`, ... under `data_dir`.
+* `load_tfds_squad(version, split)`: `squad/v1.1` or `squad/v2.0` from
+  tensorflow-datasets; `examples_from_tfds(records, version)` converts its
+  records (dicts of numpy values) and is what the tests check.
+* `write_predictions_json(path, predictions)` and the no-answer scores
+  (`null_odds`): the files the official evaluation scripts read.
+
+Answer `answer_start`s are character (Unicode code point) offsets into the
+context, as in the official files. A malformed file raises `SquadDataError`
+naming the file and the question.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+
+import tensorflow as tf
+
+from electra_tf.errors import ElectraError
+
+logger = logging.getLogger(__name__)
+
+
+class SquadDataError(ElectraError, ValueError):
+    """SQuAD data is missing or malformed."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadExample:
+    """One question on one paragraph.
+
+    `answers` are the gold `(text, char_start)` pairs (several on dev; empty
+    for an unanswerable 2.0 question). Training uses the first.
+    """
+
+    qid: str
+    question: str
+    context: str
+    answers: tuple[tuple[str, int], ...] = ()
+    is_impossible: bool = False
+    title: str = ""
+
+    @property
+    def answer_texts(self) -> list[str]:
+        return [text for text, _ in self.answers]
+
+    @property
+    def answer_is_aligned(self) -> bool:
+        """The first answer's text is at its `answer_start` (training uses it)."""
+        if not self.answers:
+            return True
+        text, start = self.answers[0]
+        return self.context[start : start + len(text)] == text
+
+
+VERSIONS = (1, 2)
+
+
+def _version_suffix(version: int) -> str:
+    if version not in VERSIONS:
+        raise SquadDataError(f"SQuAD version must be 1 or 2, got {version}")
+    return "v1.1" if version == 1 else "v2.0"
+
+
+def squad_split_path(data_dir: str, version: int, split: str) -> str:
+    """`<data_dir>/<split>-v1.1.json` or `<split>-v2.0.json` (the official names)."""
+    return os.path.join(data_dir, f"{split}-{_version_suffix(version)}.json")
+
+
+def _check_answer(source, qid, context, text, start, misaligned):
+    if not isinstance(start, int) or not 0 <= start <= len(context):
+        raise SquadDataError(
+            f"{source}: question {qid}: answer_start {start!r} is outside its "
+            f"context of {len(context)} characters"
+        )
+    if context[start : start + len(text)] != text:
+        misaligned.append(
+            f"question {qid}: the context at {start} reads "
+            f"{context[start : start + len(text)]!r}, not the answer {text!r}"
+        )
+
+
+def _warn_misaligned(source, misaligned):
+    # As the original, such answers are kept for evaluation (only their text
+    # counts) and their questions left out of training.
+    if misaligned:
+        logger.warning(
+            "%s: %d answers are not at their answer_start (first: %s); their "
+            "questions are not trained on",
+            source,
+            len(misaligned),
+            misaligned[0],
+        )
+
+
+def examples_from_json(
+    data: Mapping, version: int, source: str = ""
+) -> list[SquadExample]:
+    """`SquadExample`s of a parsed official-layout JSON object.
+
+    An answer whose text is not at its `answer_start` in the context is kept
+    (evaluation uses only the text) with a warning; `answer_is_aligned` is
+    then False and training skips the question, as the original does.
+    """
+    _version_suffix(version)
+    if not isinstance(data, Mapping) or not isinstance(data.get("data"), list):
+        raise SquadDataError(f"{source}: not a SQuAD file (no 'data' list)")
+    examples, misaligned = [], []
+    for article in data["data"]:
+        title = article.get("title", "")
+        for paragraph in article.get("paragraphs", []):
+            try:
+                context = paragraph["context"]
+                qas = paragraph["qas"]
+            except KeyError as error:
+                raise SquadDataError(
+                    f"{source}: article {title!r}: a paragraph has no {error}"
+                ) from None
+            for qa in qas:
+                qid = qa.get("id")
+                if qid is None or "question" not in qa:
+                    raise SquadDataError(
+                        f"{source}: article {title!r}: a question has no id or text"
+                    )
+                impossible = bool(qa.get("is_impossible", False))
+                if impossible and version == 1:
+                    raise SquadDataError(
+                        f"{source}: question {qid} is unanswerable, which only "
+                        "SQuAD 2.0 allows (read the file as version 2)"
+                    )
+                answers = []
+                for answer in qa.get("answers", []):
+                    text, start = answer.get("text"), answer.get("answer_start")
+                    if text is None or start is None:
+                        raise SquadDataError(
+                            f"{source}: question {qid}: an answer lacks text "
+                            "or answer_start"
+                        )
+                    _check_answer(source, qid, context, text, start, misaligned)
+                    answers.append((text, int(start)))
+                if impossible and answers:
+                    raise SquadDataError(
+                        f"{source}: question {qid} is marked unanswerable but "
+                        "has answers"
+                    )
+                if not impossible and not answers:
+                    raise SquadDataError(f"{source}: question {qid} has no answer")
+                examples.append(
+                    SquadExample(
+                        qid=str(qid),
+                        question=qa["question"],
+                        context=context,
+                        answers=tuple(answers),
+                        is_impossible=impossible,
+                        title=title,
+                    )
+                )
+    _warn_misaligned(source, misaligned)
+    if not examples:
+        raise SquadDataError(f"{source}: no questions")
+    return examples
+
+
+def read_squad_json(path: str, version: int) -> list[SquadExample]:
+    """Reads an official SQuAD JSON file (local or any `tf.io.gfile` path)."""
+    if not tf.io.gfile.exists(path):
+        raise SquadDataError(f"{path} not found")
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            data = json.loads(f.read().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SquadDataError(f"{path} is not UTF-8 JSON: {error}") from None
+    return examples_from_json(data, version, source=path)
+
+
+def golds(examples: Iterable[SquadExample]) -> dict[str, list[str]]:
+    """Question id -> gold answer texts, what `squad_metrics` scores against."""
+    return {example.qid: example.answer_texts for example in examples}
+
+
+def _text(value) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else str(value)
+
+
+def examples_from_tfds(
+    records: Iterable[Mapping], version: int, source: str = "tfds"
+) -> list[SquadExample]:
+    """Converts tensorflow-datasets `squad/v1.1` or `squad/v2.0` records.
+
+    A record is one question as `tfds.as_numpy` yields it: `id`, `title`,
+    `context`, `question` (bytes), `answers` (`{"text": [bytes],
+    "answer_start": [int]}`) and, in v2.0, `is_impossible` (its
+    `plausible_answers` are not used).
+    """
+    _version_suffix(version)
+    examples, misaligned = [], []
+    for record in records:
+        qid, context = _text(record["id"]), _text(record["context"])
+        texts = [_text(t) for t in record["answers"]["text"]]
+        starts = [int(s) for s in record["answers"]["answer_start"]]
+        if len(texts) != len(starts):
+            raise SquadDataError(f"{source}: question {qid}: answers are misaligned")
+        impossible = bool(record.get("is_impossible", False)) if version == 2 else False
+        if not impossible and not texts:
+            raise SquadDataError(f"{source}: question {qid} has no answer")
+        for text, start in zip(texts, starts):
+            _check_answer(source, qid, context, text, start, misaligned)
+        examples.append(
+            SquadExample(
+                qid=qid,
+                question=_text(record["question"]),
+                context=context,
+                answers=tuple(zip(texts, starts)),
+                is_impossible=impossible,
+                title=_text(record.get("title", b"")),
+            )
+        )
+    _warn_misaligned(source, misaligned)
+    if not examples:
+        raise SquadDataError(f"{source}: no questions")
+    return examples
+
+
+def load_tfds_squad(
+    version: int, split: str, data_dir: str | None = None
+) -> list[SquadExample]:
+    """`split` ("train" or "dev") of tensorflow-datasets' `squad/v1.1` or `v2.0`.
+
+    tfds downloads and prepares it on first use (into `data_dir`, or its
+    default `~/tensorflow_datasets`).
+    """
+    import tensorflow_datasets as tfds
+
+    name = f"squad/{_version_suffix(version)}"
+    tfds_split = {"train": "train", "dev": "validation"}.get(split, split)
+    source = f"tfds {name}:{tfds_split}"
+    try:
+        dataset = tfds.load(name, split=tfds_split, data_dir=data_dir)
+    except Exception as error:  # tfds raises many kinds; report any of them
+        raise SquadDataError(f"{source} could not be loaded: {error}") from error
+    return examples_from_tfds(tfds.as_numpy(dataset), version, source=source)
+
+
+def load_squad_split(
+    version: int, split: str, data_dir: str | None = None, use_tfds: bool = False
+) -> list[SquadExample]:
+    """A split from `<data_dir>/<split>-v1.1.json` (or v2.0), or from tfds."""
+    if use_tfds:
+        return load_tfds_squad(version, split, data_dir)
+    if not data_dir:
+        raise SquadDataError("a SQuAD data directory is needed (or tfds)")
+    return read_squad_json(squad_split_path(data_dir, version, split), version)
+
+
+def _write_json(path: str, values) -> str:
+    # Write-then-rename, so an interrupted run never leaves half a file.
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(json.dumps(values, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    return path
+
+
+def write_predictions_json(path: str, predictions: Mapping[str, str]) -> str:
+    """`{question id: answer text}`, the official scripts' prediction file
+    ("" is "no answer" in 2.0)."""
+    return _write_json(path, {str(k): str(v) for k, v in predictions.items()})
+
+
+def write_null_odds_json(path: str, na_scores: Mapping[str, float]) -> str:
+    """`{question id: no-answer score}`, the official 2.0 script's `--na-prob-file`."""
+    return _write_json(path, {str(k): float(v) for k, v in na_scores.items()})
+
+
+def write_squad_json(path: str, examples: Sequence[SquadExample], version: int) -> str:
+    """Writes examples in the official layout (one article per title,
+    paragraphs in order of first appearance)."""
+    articles: dict[str, dict[str, list]] = {}
+    for example in examples:
+        paragraphs = articles.setdefault(example.title, {})
+        qa = {
+            "id": example.qid,
+            "question": example.question,
+            "answers": [
+                {"text": text, "answer_start": start} for text, start in example.answers
+            ],
+        }
+        if version == 2:
+            qa["is_impossible"] = example.is_impossible
+        paragraphs.setdefault(example.context, []).append(qa)
+    data = {
+        "version": _version_suffix(version).removeprefix("v"),
+        "data": [
+            {
+                "title": title,
+                "paragraphs": [
+                    {"context": context, "qas": qas} for context, qas in paras.items()
+                ],
+            }
+            for title, paras in articles.items()
+        ],
+    }
+    return _write_json(path, data)

@@ -1,0 +1,157 @@
+"""The SQuAD fine-tuning run writes the official files and a working export.
+
+Slow (one tiny model trained, evaluated, exported): run with `-m slow`.
+"""
+
+import json
+import pathlib
+
+import pytest
+
+from electra_tf.config import ModelConfig
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.question_answering_run import (
+    QuestionAnsweringConfig,
+    build_question_answerer,
+    finetune_squad,
+)
+from electra_tf.finetuning.squad_data import load_squad_split
+from electra_tf.finetuning.squad_metrics import evaluate_v2
+
+REPO = pathlib.Path(__file__).parents[2]
+FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
+
+
+@pytest.mark.slow
+def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
+    """`finetune/run.py --task squad2 --data-dir ...`'s library function."""
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
+    model_config = ModelConfig(
+        vocabulary_size=vocabulary.size,
+        num_layers=1,
+        hidden_dim=32,
+        embedding_dim=16,
+        num_heads=2,
+        max_sequence_length=64,
+    )
+    overrides = dict(
+        learning_rate=1e-3,
+        epochs=2,
+        batch_size=16,
+        max_seq_length=64,
+        max_query_length=16,
+        doc_stride=32,
+        head_hidden_dim=16,
+        beam_size=8,
+    )
+    dev = load_squad_split(2, "dev", FIXTURE)
+    output_dir, summary = finetune_squad(
+        2,
+        data_dir=FIXTURE,
+        output_dir=str(tmp_path),
+        overrides=overrides,
+        model_config=model_config,
+        vocabulary=vocabulary,
+        verbose=0,
+    )
+    assert output_dir == str(tmp_path)
+    assert summary["config"]["doc_stride"] == 32
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["best_seed"] == 1
+    assert len(metrics["seeds"]["1"]["epochs"]) == 2
+    dev_results = metrics["seeds"]["1"]["dev"]
+    assert {"exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(
+        dev_results
+    )
+    predictions = json.loads((tmp_path / "predictions.json").read_text())
+    null_odds = json.loads((tmp_path / "null_odds.json").read_text())
+    assert set(predictions) == set(null_odds) == {e.qid for e in dev}
+    # The written predictions score the best-threshold F1 with no threshold.
+    golds = {e.qid: e.answer_texts for e in dev}
+    assert evaluate_v2(golds, predictions)["f1"] == pytest.approx(
+        dev_results["best_f1"]
+    )
+    assert (tmp_path / "saved_model" / "saved_model.pb").exists()
+    assert summary["keras_model"].endswith("question_answerer.keras")
+
+
+@pytest.mark.slow
+def test_a_small_model_memorises_the_fixture_end_to_end():
+    """Labels, head, span search and the mapping back to text agree: trained
+    on the SQuAD 1.1 fixture until it memorises it, the model answers its
+    training questions exactly (official EM 100)."""
+    import keras
+
+    from electra_tf.finetuning.question_answering_run import (
+        evaluate_answers,
+        training_dataset,
+        training_windows,
+    )
+
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
+    model_config = ModelConfig(
+        vocabulary_size=vocabulary.size,
+        num_layers=2,
+        hidden_dim=64,
+        embedding_dim=32,
+        num_heads=2,
+        max_sequence_length=64,
+        dropout=0.0,
+    )
+    config = QuestionAnsweringConfig(
+        max_seq_length=64,
+        max_query_length=16,
+        doc_stride=32,
+        head_hidden_dim=32,
+        beam_size=8,
+    )
+    train = load_squad_split(1, "train", FIXTURE)
+    keras.utils.set_random_seed(1)
+    model = build_question_answerer(
+        1, config, model_config=model_config, vocabulary=vocabulary
+    )
+    windows = training_windows(model.preprocessor, train)
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    model.fit(training_dataset(windows, 32, seed=1), epochs=60, verbose=0)
+    results, _, _ = evaluate_answers(model, train, version=1)
+    assert results["exact_match"] == 100.0
+
+
+def test_squad_without_data_is_one_clear_error():
+    from electra_tf.finetuning.squad_data import SquadDataError
+
+    with pytest.raises(SquadDataError, match="needs --data-dir"):
+        finetune_squad(1)
+    with pytest.raises(SquadDataError, match="train-v2.0.json not found"):
+        finetune_squad(2, data_dir=str(REPO / "nowhere"))
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--task", "squad2", "--pretrained", "none"], "squad2 needs --data-dir"),
+        (
+            ["--task", "squad1", "--pretrained", "none", "--data-dir", "nowhere"],
+            "train-v1.1.json not found",
+        ),
+        (
+            [
+                "--task",
+                "squad2",
+                "--pretrained",
+                "none",
+                "--data-dir",
+                FIXTURE,
+                "--hparams",
+                '{"doc_strid": 64}',
+            ],
+            "Unknown hparam 'doc_strid'",
+        ),
+    ],
+)
+def test_the_command_line_answers_bad_squad_flags_in_one_line(argv, message, capsys):
+    from electra_tf.cli.finetune import main
+
+    assert main(argv) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.startswith("error: ") and message in error

@@ -1,0 +1,251 @@
+"""The official SQuAD metrics, against scores worked out by hand; the readers.
+
+Every expected number below was computed on paper from the official
+definitions (normalise: lower case, drop punctuation and a/an/the, collapse
+spaces; F1 on the normalised words; max over gold answers).
+"""
+
+import json
+import pathlib
+
+import pytest
+
+from electra_tf.finetuning import squad_metrics
+from electra_tf.finetuning.squad_data import (
+    SquadDataError,
+    examples_from_json,
+    examples_from_tfds,
+    golds,
+    read_squad_json,
+    squad_split_path,
+    write_null_odds_json,
+    write_predictions_json,
+)
+from electra_tf.finetuning.squad_metrics import (
+    evaluate_v1,
+    evaluate_v2,
+    exact_match,
+    f1,
+)
+
+FIXTURE = pathlib.Path(__file__).parents[1] / "fixtures" / "squad"
+
+
+@pytest.mark.parametrize(
+    "prediction, gold, expected_exact, expected_f1",
+    [
+        # Articles and case vanish: "the Eiffel Tower" == "Eiffel tower".
+        ("the Eiffel Tower", "Eiffel tower", 1, 1.0),
+        # "a" is an article only as a whole word: "Alabama" keeps its a's.
+        ("A Alabama", "alabama", 1, 1.0),
+        # Punctuation is deleted, not replaced by a space: "well-known" ->
+        # "wellknown", one word, which matches no word of "well known".
+        ("well-known", "well known", 0, 0.0),
+        ("$10.00!", "1000", 1, 1.0),
+        # Partial overlap: pred {in, 1961}, gold {1961}: P 1/2, R 1, F1 2/3.
+        ("in 1961", "1961", 0, 2 / 3),
+        # pred {john, stuart, mill} vs gold {stuart, mill, himself}: P 2/3,
+        # R 2/3, F1 2/3.
+        ("John Stuart Mill", "Stuart Mill himself", 0, 2 / 3),
+        # Repeated words count as a multiset: pred {no, no, no} vs {no}:
+        # overlap 1, P 1/3, R 1, F1 1/2.
+        ("no no no", "no", 0, 0.5),
+        # Only articles and punctuation: normalises to "" on both sides.
+        ("the.", "an", 1, 1.0),
+    ],
+)
+def test_exact_match_and_f1_by_hand(prediction, gold, expected_exact, expected_f1):
+    assert exact_match(prediction, gold) == expected_exact
+    assert f1(prediction, gold) == pytest.approx(expected_f1)
+
+
+def test_empty_answers_follow_each_version():
+    # v2: F1 is 1 only when both are empty.
+    assert f1("", "", version=2) == 1.0
+    assert f1("", "Atlanta", version=2) == 0.0
+    assert f1("Atlanta", "", version=2) == 0.0
+    # v1: no overlap is 0, even for two empty answers.
+    assert f1("", "", version=1) == 0.0
+
+
+def test_v1_takes_the_max_over_golds_and_counts_missing_as_zero():
+    golds_ = {
+        "q1": ["Durwood Pye", "Judge Durwood Pye"],  # exact on the second
+        "q2": ["the mountains beyond Northfield Gulf", "Northfield Gulf"],
+        "q3": ["green"],  # no prediction: 0, still counted
+    }
+    predictions = {
+        "q1": "judge Durwood Pye.",
+        # vs "northfield gulf": pred {mountains, beyond, northfield, gulf}
+        # -> vs gold 1 {mountains, beyond, northfield, gulf}: exact.
+        "q2": "The mountains beyond Northfield Gulf",
+    }
+    results = evaluate_v1(golds_, predictions)
+    assert results["exact_match"] == pytest.approx(100 * 2 / 3)
+    assert results["f1"] == pytest.approx(100 * 2 / 3)
+    predictions["q3"] = "little green"  # F1: P 1/2, R 1 -> 2/3
+    results = evaluate_v1(golds_, predictions)
+    assert results["exact_match"] == pytest.approx(100 * 2 / 3)
+    assert results["f1"] == pytest.approx(100 * (1 + 1 + 2 / 3) / 3)
+
+
+def test_v2_breakdown_threshold_and_best_threshold_by_hand():
+    golds_ = {
+        "a": ["Fulton"],  # answerable
+        "b": ["150 kilometers", "150"],  # answerable
+        "c": [],  # unanswerable
+        "d": [],  # unanswerable
+        "e": ["the", "Mill"],  # "the" normalises to "": dropped, gold "Mill"
+    }
+    predictions = {"a": "Fulton", "b": "150 km", "c": "", "d": "Cadillac", "e": "Mill"}
+    na = {"a": 0.1, "b": 0.6, "c": 0.9, "d": 0.3, "e": 0.2}
+    results = evaluate_v2(golds_, predictions, na, na_threshold=0.5)
+    # After the threshold 0.5: b (0.6) and c (0.9) are "no answer".
+    # exact: a 1, b 0 (abstained on an answerable), c 1, d 0 (answered an
+    # unanswerable with text), e 1 -> 3/5.
+    assert results["exact"] == pytest.approx(60.0)
+    assert results["f1"] == pytest.approx(60.0)
+    assert results["total"] == 5
+    assert results["HasAns_exact"] == pytest.approx(100 * 2 / 3)
+    assert results["HasAns_total"] == 3
+    assert results["NoAns_exact"] == pytest.approx(50.0)
+    assert results["NoAns_total"] == 2
+    # Best threshold, visiting na ascending: start 2 (both NoAns right).
+    # a(0.1) +1 -> 3 best@0.1; e(0.2) +1 -> 4 best@0.2; d(0.3) predicted text
+    # -> 3; b(0.6): exact 0 (F1 of "150 km" vs "150": P 1/2, R 1 -> 2/3)
+    # -> 3 (F1 3.667); c(0.9) empty -> +0.
+    assert results["best_exact"] == pytest.approx(80.0)
+    assert results["best_exact_thresh"] == pytest.approx(0.2)
+    assert results["best_f1"] == pytest.approx(80.0)
+    assert results["best_f1_thresh"] == pytest.approx(0.2)
+    # Without a threshold every text counts as it stands.
+    plain = evaluate_v2(golds_, predictions)
+    # a 1, b 0 (F1 2/3), c 1 (empty == empty), d 0, e 1.
+    assert plain["exact"] == pytest.approx(60.0)
+    assert plain["f1"] == pytest.approx(100 * (3 + 2 / 3) / 5)
+    assert "best_exact" not in plain
+
+
+def test_apply_threshold_empties_unsure_answers():
+    out = squad_metrics.apply_threshold(
+        {"a": "x", "b": "y"}, {"a": 1.0, "b": -3.0}, -2.75
+    )
+    assert out == {"a": "", "b": "y"}
+
+
+def test_reads_the_fixture_in_both_versions():
+    v1 = read_squad_json(squad_split_path(str(FIXTURE), 1, "train"), 1)
+    v2 = read_squad_json(squad_split_path(str(FIXTURE), 2, "train"), 2)
+    assert not any(example.is_impossible for example in v1)
+    impossible = [example for example in v2 if example.is_impossible]
+    assert impossible and all(not example.answers for example in impossible)
+    assert len(v2) == len(v1) + len(impossible)
+    for example in v1:
+        for text, start in example.answers:
+            assert example.context[start : start + len(text)] == text
+    dev = read_squad_json(squad_split_path(str(FIXTURE), 2, "dev"), 2)
+    assert any(len(answers) > 1 for answers in golds(dev).values())
+
+
+def _raw(answers, impossible=False, qid="q"):
+    return {
+        "data": [
+            {
+                "title": "t",
+                "paragraphs": [
+                    {
+                        "context": "Wires whined in the cold.",
+                        "qas": [
+                            {
+                                "id": qid,
+                                "question": "What whined?",
+                                "answers": answers,
+                                "is_impossible": impossible,
+                            }
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    "data, version, message",
+    [
+        (_raw([{"text": "Wires", "answer_start": 99}]), 2, "outside its context"),
+        (_raw([], impossible=True), 1, "only SQuAD 2.0 allows"),
+        (_raw([]), 2, "has no answer"),
+        ({"version": "2.0"}, 2, "not a SQuAD file"),
+    ],
+)
+def test_malformed_files_are_one_clear_error(data, version, message):
+    with pytest.raises(SquadDataError, match=message):
+        examples_from_json(data, version, source="x.json")
+
+
+CONTEXT = b"Wires whined as a cold November blast rocked the wings."
+
+
+def test_an_answer_off_its_start_is_kept_with_a_warning(caplog):
+    data = _raw([{"text": "Wires", "answer_start": 3}])
+    (example,) = examples_from_json(data, 2, source="x.json")
+    assert example.answer_texts == ["Wires"] and not example.answer_is_aligned
+    assert "reads 'es wh'" in caplog.text and "x.json: 1 answers" in caplog.text
+
+
+def test_tfds_records_convert_like_the_json_reader():
+    records = [
+        {
+            "id": b"q1",
+            "title": b"Biplane",
+            "context": CONTEXT,
+            "question": b"Which month?",
+            "answers": {
+                "text": [b"November", b"cold November"],
+                "answer_start": [23, 18],
+            },
+            "is_impossible": False,
+            "plausible_answers": {"text": [], "answer_start": []},
+        },
+        {
+            "id": b"q2",
+            "title": b"Biplane",
+            "context": CONTEXT,
+            "question": "Who flew? é".encode(),
+            "answers": {"text": [], "answer_start": []},
+            "is_impossible": True,
+            "plausible_answers": {"text": [b"Wires"], "answer_start": [0]},
+        },
+    ]
+    examples = examples_from_tfds(records, version=2)
+    assert examples[0].answers == (("November", 23), ("cold November", 18))
+    assert examples[1].is_impossible and examples[1].question == "Who flew? é"
+    with pytest.raises(SquadDataError, match="q2 has no answer"):
+        examples_from_tfds(records, version=1)
+
+
+def test_prediction_files_are_the_official_layout(tmp_path):
+    path = write_predictions_json(str(tmp_path / "p.json"), {"a": "Pye", "b": ""})
+    assert json.loads(pathlib.Path(path).read_text()) == {"a": "Pye", "b": ""}
+    path = write_null_odds_json(str(tmp_path / "n.json"), {"a": 1})
+    assert json.loads(pathlib.Path(path).read_text()) == {"a": 1.0}
+
+
+def test_best_threshold_below_every_logit_when_abstaining_wins():
+    golds_ = {"a": ["x"], "b": [], "c": []}
+    predictions = {"a": "wrong", "b": "y", "c": "z"}
+    na = {"a": -3.0, "b": -2.0, "c": -1.0}  # logits: all below 0
+    results = evaluate_v2(golds_, predictions, na)
+    assert results["best_f1"] == pytest.approx(100 * 2 / 3)
+    threshold = results["best_f1_thresh"]
+    assert threshold < -3.0
+    answered = squad_metrics.apply_threshold(predictions, na, threshold)
+    assert evaluate_v2(golds_, answered)["f1"] == pytest.approx(results["best_f1"])
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    result = doctest.testmod(squad_metrics, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
