@@ -167,9 +167,11 @@ class TrainingHealth:
                 f"everywhere, AUC {metrics.get('rtd_auc', float('nan')):.3f}"
                 f"{learning}. Likely cause: the generator's samples became "
                 "plausible (it learned word frequencies) before the discriminator "
-                "learned to use context. Remedy: keep training; at the tiny "
-                "preset every longer run measured left the plateau after "
-                "3,000-4,000 steps (BENCHMARKS.md, section 12).",
+                "learned to use context. Remedies: keep training (at the tiny "
+                "preset the longer runs measured left it after 3,000-4,000 "
+                "steps); a narrower generator leaves it sooner (generator_hidden_"
+                "size 0.125 at tiny: after ~1,750 steps; BENCHMARKS.md, section "
+                "13).",
             )
         ]
 
