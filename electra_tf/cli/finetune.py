@@ -8,9 +8,14 @@ minutes. `--pretrained none` trains the same model from random initialisation
 (the no-pre-training baseline).
 
 On GLUE: `--task mnli --data-dir glue_data` (the official download's layout)
-or `--task mnli --tfds`. Writes `metrics.json` (per seed and epoch, and the
-median over seeds), TensorBoard logs, GLUE-server TSVs of the test splits
-(MNLI also AX.tsv) and a raw-text SavedModel to --output-dir.
+or `--task mnli --tfds`. On your own files: `--train-file train.csv --dev-file
+dev.csv --text-columns review --label-column stars` (CSV, TSV or JSON Lines;
+classes or scores inferred from the labels, or `--label-type`). Tagging:
+`--task tagging --train-file train.conll --dev-file dev.conll` (CoNLL layout;
+without files, the bundled Brown POS excerpt). Writes `metrics.json` (per seed
+and epoch, and the median over seeds), TensorBoard logs, predictions of the
+test split (GLUE-server TSVs; MNLI also AX.tsv) and a raw-text SavedModel to
+--output-dir.
 
 On SQuAD: `--task squad2 --data-dir squad` (train-v2.0.json and dev-v2.0.json;
 squad1: the v1.1 files) or `--tfds`; writes the official predictions.json too.
@@ -39,22 +44,36 @@ def parse_args(argv=None):
     # A table of flags, one call each: kept as written.
     # fmt: off
     add = parser.add_argument
-    add("--task", default="sst2", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, "
-        "rte, wnli, squad1 or squad2 (default: sst2). AX is predicted by the mnli "
-        "run.")
+    add("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, "
+        "squad1 or squad2 (default: sst2; AX is predicted by the mnli run); "
+        "'tagging' for token classification on CoNLL files. With --train-file and "
+        "no --task: your own classification or regression data.")
     add("--pretrained", default=DEMO_PRETRAINED, help="A keras-hub ELECTRA preset: "
         f"the directory pre-training exports (default: {DEMO_PRETRAINED}) or a "
         "keras-hub preset name; 'none' for random initialisation.")
+    files = parser.add_argument_group(
+        "your own data (--train-file): CSV, TSV or JSON Lines; CoNLL for tagging")
+    files.add_argument("--train-file", help="Training examples.")
+    files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
+    files.add_argument("--test-file", help="Unlabelled examples to predict (optional).")
+    files.add_argument("--text-columns", default="text", help="One column, or two "
+        "for text pairs, comma-separated (default: text).")
+    files.add_argument("--label-column", default="label",
+        help="The label's column (default: label).")
+    files.add_argument("--label-type", default="auto",
+        choices=["auto", "classification", "regression"],
+        help="auto: numbers that are not a small set of integers mean regression.")
     data = parser.add_mutually_exclusive_group()
     data.add_argument("--data-dir", help="GLUE data in the official layout: the "
         "root holding CoLA/, SST-2/, ... or one task's directory. Default: the "
         "demo excerpt (sst2 only).")
     data.add_argument("--tfds", action="store_true",
         help="Read glue/<task> from tensorflow-datasets (downloads it).")
-    add("--output-dir", help="Output directory (default: runs/finetune/<task>).")
+    add("--output-dir", help="Output directory (default: runs/finetune/<task>; "
+        "custom for your own classification data).")
     add("--seeds", default="1,2,3", help="Comma-separated seeds; one run each, "
         "medians reported (default 1,2,3).")
-    add("--epochs", type=int, help="Default: the task's (3 or 10).")
+    add("--epochs", type=int, help="Default: the task's (3; RTE and STS-B 10).")
     add("--batch-size", type=int, help="Default: 32.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
     add("--layerwise-decay", type=float, help="Default: 0.8 (0.9 for large).")
@@ -82,12 +101,12 @@ def main(args) -> int:
     median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f)",
-        args.task,
+        summary["task"],
         len(summary["seeds"]),
         json.dumps(median["dev"]),
         median["score"],
     )
-    logging.info("Metrics, submissions and SavedModel in %s", output_dir)
+    logging.info("Metrics, predictions and SavedModel in %s", output_dir)
     return 0
 
 

@@ -5,4 +5,5 @@
 * `tf_hub`: the encoder and its text preprocessing, TF-Hub style.
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
+* `token_classifier`: a fine-tuned tagger's: text in, words, tags and offsets out.
 """

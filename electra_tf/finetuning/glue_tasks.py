@@ -103,7 +103,8 @@ class GlueTask:
         return split.replace("dev", "validation")
 
     def submission_file(self, split: str) -> str:
-        return dict(self.submission_files)[split]
+        """GLUE's file name for `split`'s predictions; `<split>.tsv` for others."""
+        return dict(self.submission_files).get(split, f"{split}.tsv")
 
 
 _NLI_LABELS = ("entailment", "not_entailment")

@@ -17,6 +17,8 @@ DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
 _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 # The demo task: a movie-review excerpt in SST-2's layout.
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
+# The tagging demo: the first sentences of the Brown POS task, CoNLL layout.
+DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
 BUNDLED_VOCABULARY = os.path.join(_ASSETS, "vocab.txt")
 
 
@@ -103,12 +105,23 @@ def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
 class FinetuningFlags:
     """What a user asked for (`finetune/run.py`'s flags); None: the recipe's."""
 
-    task: str = "sst2"
+    # A GLUE task (default: sst2), "tagging", or None with --train-file: the
+    # user's own classification or regression data.
+    task: str | None = None
     # A keras-hub preset (directory or name), or "none": random initialisation.
     pretrained: str = DEMO_PRETRAINED
     # GLUE data in the official layout, or tensorflow-datasets; neither: the demo.
     data_dir: str | None = None
     tfds: bool = False
+    # The user's own files (CSV, TSV, JSON Lines; CoNLL for tagging).
+    train_file: str | None = None
+    dev_file: str | None = None
+    test_file: str | None = None
+    # Their text column(s), comma-separated, and label column.
+    text_columns: str = "text"
+    label_column: str = "label"
+    # "auto", "classification" or "regression".
+    label_type: str = "auto"
     # Default: runs/finetune/<task>.
     output_dir: str | None = None
     # One run per seed; medians are reported.

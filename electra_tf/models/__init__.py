@@ -12,4 +12,7 @@
 * `question_answerer`, `question_answerer_preprocessor`, `span_head`:
   `ElectraQuestionAnswerer` (SQuAD), its windowing preprocessor and XLNet's span
   head as ELECTRA uses it.
+* `token_classifier`, `token_classifier_preprocessor`: `ElectraTokenClassifier` (one
+  tag per word) and its preprocessor (words or raw text -> WordPiece windows).
+* `in_memory`: in-memory inputs of those tasks as a dataset shuffled every epoch.
 """

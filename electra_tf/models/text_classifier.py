@@ -12,6 +12,7 @@ from electra_tf.conversion.keras_hub import encoder_from_keras_hub
 from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ElectraError
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
@@ -127,6 +128,38 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         self.num_classes = num_classes
         self.activation = keras.activations.get(activation)
         self.dropout = dropout
+
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        sample_weight=None,
+        shuffle=True,
+        **kwargs,
+    ):
+        """keras-hub's `fit`, except that in-memory inputs are shuffled.
+
+        keras-hub batches lists and arrays into a dataset itself, and Keras
+        ignores `shuffle` for datasets; here, with `shuffle=True` (Keras'
+        default), in-memory `x` is shuffled before batching and reshuffled
+        every epoch, seeded from NumPy's global generator (which
+        `keras.utils.set_random_seed` seeds). A `tf.data.Dataset` is used as
+        given.
+        """
+        if shuffle and is_in_memory(x) and not kwargs.get("validation_split"):
+            x = in_memory_dataset(x, y, sample_weight, batch_size, shuffle=True)
+            # Keras warns that it ignores `shuffle` for a dataset: it is done.
+            y = sample_weight = batch_size = None
+            shuffle = False
+        return super().fit(
+            x=x,
+            y=y,
+            batch_size=batch_size,
+            sample_weight=sample_weight,
+            shuffle=shuffle,
+            **kwargs,
+        )
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
         """keras-hub's defaults, except that regression gets a squared-error loss.

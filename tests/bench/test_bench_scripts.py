@@ -25,6 +25,9 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.rtd_synthetic", ["--every"]),
         ("studies.hf_plateau", ["--configs"]),
         ("studies.objectives", ["--objectives"]),
+        ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
+        ("studies.custom_data_equality", ["--data-dir", "--seed"]),
+        ("suite.finetune_throughput", ["--tasks", "--steps"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):

@@ -274,3 +274,32 @@ def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
         cli, capsys, "--pretrained", str(preset), "--data-dir", str(GLUE_DIR)
     )
     assert "the tokenizer has 150 tokens but the model's embedding has 200" in message
+
+
+def test_cli_own_files_and_tagging_bad_inputs(cli, capsys, tmp_path):
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\ngood,pos\nbad,neg\n")
+    dev = tmp_path / "dev.csv"
+    dev.write_text("text,label\nok,pos\nmeh,neutral\n")
+    own = ["--train-file", str(train), "--dev-file", str(dev), "--pretrained", "none"]
+    message = _error(cli, capsys, *own)
+    assert f"{dev}, line 3: label 'neutral' does not occur" in message
+    message = _error(cli, capsys, *own, "--text-columns", "review")
+    assert f"{train}, line 1: no column 'review'" in message
+    assert "needs no --task" in _error(cli, capsys, *own, "--task", "mnli")
+    assert "go together" in _error(cli, capsys, "--train-file", str(train))
+    conll = tmp_path / "dev.conll"
+    conll.write_text("The\tDET\ncat\tNOUN\tX\n")
+    message = _error(
+        cli,
+        capsys,
+        "--task",
+        "tagging",
+        "--pretrained",
+        "none",
+        "--train-file",
+        str(conll),
+        "--dev-file",
+        str(conll),
+    )
+    assert f"{conll}, line 2: 3 columns" in message

@@ -263,3 +263,49 @@ def test_from_preset_rejects_a_directory_that_is_not_a_preset(tmp_path):
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+class _BatchLabelMean(keras.metrics.Metric):
+    """The mean label of the last batch (not a running mean)."""
+
+    def __init__(self, name="batch_label_mean"):
+        super().__init__(name=name)
+        self.value = self.add_variable(shape=(), initializer="zeros", name="value")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        self.value.assign(keras.ops.mean(keras.ops.cast(y_true, "float32")))
+
+    def result(self):
+        return self.value
+
+
+def test_fit_shuffles_in_memory_inputs_every_epoch(preprocessor):
+    """keras-hub batches lists itself and Keras ignores `shuffle`; ours does not."""
+    keras.utils.set_random_seed(0)
+    model = ElectraTextClassifier(
+        backbone=make_encoder(), num_classes=2, preprocessor=preprocessor
+    )
+    model.compile(optimizer="sgd", metrics=[_BatchLabelMean()], jit_compile=False)
+    texts = [f"the film {i}" for i in range(32)]
+    labels = np.array([0] * 16 + [1] * 16)  # sorted by label, as files often are
+
+    def batch_means(seed, **kwargs):
+        means = []
+        record = keras.callbacks.LambdaCallback(
+            on_train_batch_end=lambda batch, logs: means.append(
+                round(float(logs["batch_label_mean"]), 3)
+            )
+        )
+        keras.utils.set_random_seed(seed)
+        model.fit(
+            texts, labels, batch_size=8, epochs=2, callbacks=[record], verbose=0,
+            **kwargs,
+        )
+        return means[:4], means[4:]
+
+    first, second = batch_means(1)
+    assert first != [0.0, 0.0, 1.0, 1.0] and first != second
+    assert sum(first) == sum(second) == 2.0  # every example once per epoch
+    assert batch_means(1) == (first, second)  # seeded
+    assert batch_means(2) != (first, second)
+    assert batch_means(1, shuffle=False)[0] == [0.0, 0.0, 1.0, 1.0]

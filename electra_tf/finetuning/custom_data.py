@@ -1,0 +1,371 @@
+"""Your own labelled text files as a fine-tuning task: CSV, TSV or JSON Lines.
+
+`load_custom_data(train_file, dev_file, test_file, text_columns, label_column)`
+reads the files, decides whether the labels are classes or scores, and returns
+a `GlueTask` describing them and the splits as `TaskData`, so the GLUE run
+(`electra_tf.finetuning.run.run_finetuning`: ELECTRA's recipe, seeds, dev metrics,
+TensorBoard, exports) runs on them unchanged:
+
+* formats, by file name: `.csv` (comma-separated, standard double-quote
+  quoting), `.tsv` (tab-separated, no quoting: a quote is text, as in GLUE),
+  `.jsonl` / `.json` (one JSON object per line); CSV and TSV files start with
+  a header row naming the columns;
+* `text_columns`: one column (single texts) or two (text pairs, packed
+  `[CLS] a [SEP] b [SEP]`); `label_column`: the label;
+* classification or regression: forced with `label_type`, or inferred: labels
+  that are all numbers but not a small set of integers (more than
+  `MAX_INTEGER_CLASSES` distinct values, or any non-integer) are scores;
+  anything else is a set of classes;
+* classes are kept as the file writes them ("pos", "1", ...), sorted (numbers
+  numerically), so predictions and the exported SavedModel's `label` output
+  come back as the user's strings; metrics: accuracy, F1 (two classes: of
+  the second class) and MCC; scores: Pearson and Spearman.
+
+Problems (a missing file or column, an empty split, a dev label train never
+had, a row with the wrong number of fields, a label that is not a number in a
+regression task, text that is not UTF-8) raise `DataFileError` with one line
+naming the file, the line and the value.
+
+Example:
+>>> import pathlib, tempfile
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> rows = 'text,label\\n"good, really",pos\\nbad,neg\\n'
+>>> _ = (folder / "train.csv").write_text(rows)
+>>> _ = (folder / "dev.csv").write_text("text,label\\nfine,pos\\n")
+>>> task, data = load_custom_data(folder / "train.csv", folder / "dev.csv",
+...                               text_columns=["text"], label_column="label")
+>>> task.labels, task.metrics, data.train.texts[0]
+(('neg', 'pos'), ('accuracy', 'f1', 'mcc'), ('good, really', 'bad'))
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.finetuning.glue_readers import GlueDataError, GlueExamples
+from electra_tf.finetuning.glue_tasks import GlueTask
+from electra_tf.finetuning.run import TaskData
+
+# Integer labels with at most this many distinct values are classes ("1".."5"
+# stars); more, or any fraction, make a regression task.
+MAX_INTEGER_CLASSES = 20
+LABEL_TYPES = ("auto", "classification", "regression")
+
+
+class DataFileError(GlueDataError):
+    """A user's data file is missing, malformed or does not fit the task."""
+
+
+def file_format(path: str) -> str:
+    """ "csv", "tsv" or "jsonl", from the file name."""
+    name = os.fspath(path).lower().removesuffix(".gz")
+    for suffix, kind in ((".csv", "csv"), (".tsv", "tsv"), (".jsonl", "jsonl")):
+        if name.endswith(suffix):
+            return kind
+    if name.endswith(".json"):
+        return "jsonl"
+    raise DataFileError(
+        f"{path}: unknown file type; name it .csv, .tsv or .jsonl (JSON Lines)"
+    )
+
+
+def _read_text(path: str) -> str:
+    if not tf.io.gfile.exists(path):
+        raise DataFileError(f"{path}: file not found")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        bad = data[error.start : error.end]
+        raise DataFileError(
+            f"{path}, line {line}: not UTF-8 (byte(s) {bad!r}); save the file as UTF-8"
+        ) from None
+
+
+def _rows(path: str, kind: str):
+    """Yields `(line_number, row)`: CSV and TSV files first `(1, header list)`,
+    then `{column: value}` dicts."""
+    text = _read_text(path)
+    if kind == "jsonl":
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise DataFileError(
+                    f"{path}, line {number}: not valid JSON ({error.msg}): "
+                    f"{line[:80]!r}"
+                ) from None
+            if not isinstance(row, dict):
+                raise DataFileError(
+                    f"{path}, line {number}: expected a JSON object, got {line[:80]!r}"
+                )
+            yield number, row
+        return
+    if kind == "csv":
+        reader = csv.reader(io.StringIO(text, newline=""))
+    else:
+        reader = csv.reader(
+            io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE
+        )
+    header = None
+    for fields in reader:
+        if not fields or fields == [""]:
+            continue
+        if header is None:
+            header = fields
+            yield reader.line_num, header
+            continue
+        if len(fields) != len(header):
+            separator = "comma" if kind == "csv" else "tab"
+            raise DataFileError(
+                f"{path}, line {reader.line_num}: {len(fields)} {separator}-separated "
+                f"fields where the header has {len(header)}: {_shorten(fields)}"
+            )
+        yield reader.line_num, dict(zip(header, fields))
+
+
+def _shorten(value, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_labelled_file(
+    path: str,
+    text_columns: Sequence[str],
+    label_column: str | None,
+) -> tuple[tuple[tuple[str, ...], ...], list, list[int]]:
+    """Texts, raw labels and line numbers of every row of `path`.
+
+    Args:
+        path: a .csv, .tsv or .jsonl file (see the module docstring).
+        text_columns: one or two column names.
+        label_column: the label's column, or None (an unlabelled test file;
+            a label column there is ignored).
+
+    Returns:
+        `(texts, labels, lines)`: `texts[s][i]` is text column `s` of row
+        `i`; `labels[i]` the label as read (a string, or a JSON value); `lines`
+        the 1-based line of each row.
+    """
+    path = os.fspath(path)
+    kind = file_format(path)
+    wanted = list(text_columns) + ([label_column] if label_column else [])
+    texts = [[] for _ in text_columns]
+    labels, lines = [], []
+    for line, row in _rows(path, kind):
+        if isinstance(row, list):  # the CSV/TSV header
+            missing = [c for c in wanted if c not in row]
+            if missing:
+                raise DataFileError(
+                    f"{path}, line {line}: no column {missing[0]!r}; the header has "
+                    f"{row}"
+                )
+            continue
+        missing = [c for c in wanted if c not in row]
+        if missing:
+            raise DataFileError(
+                f"{path}, line {line}: no {missing[0]!r} field; the row has "
+                f"{sorted(row)}"
+            )
+        for segment, column in zip(texts, text_columns):
+            value = row[column]
+            if not isinstance(value, str):
+                raise DataFileError(
+                    f"{path}, line {line}: {column} {_shorten(value)} is not a string"
+                )
+            segment.append(value)
+        if label_column:
+            labels.append(row[label_column])
+        lines.append(line)
+    if not lines:
+        raise DataFileError(f"{path}: no examples (the split is empty)")
+    return tuple(tuple(s) for s in texts), labels, lines
+
+
+def _as_number(value) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def infer_label_type(labels: Sequence) -> str:
+    """ "regression" if every label is a number and they are not a small set
+    of integers; else "classification".
+
+    >>> infer_label_type(["0", "1", "1"]), infer_label_type(["0.5", "3.2"])
+    ('classification', 'regression')
+    >>> infer_label_type([str(i) for i in range(50)]), infer_label_type(["pos", "2.5"])
+    ('regression', 'classification')
+    """
+    numbers = [_as_number(label) for label in labels]
+    if any(number is None for number in numbers):
+        return "classification"
+    if all(number.is_integer() for number in numbers):
+        if len(set(numbers)) <= MAX_INTEGER_CLASSES:
+            return "classification"
+    return "regression"
+
+
+def _label_string(value) -> str:
+    # JSON numbers and strings alike: 1 and "1" are the same class.
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _sorted_classes(values: set[str]) -> tuple[str, ...]:
+    numbers = {value: _as_number(value) for value in values}
+    if all(number is not None for number in numbers.values()):
+        return tuple(sorted(values, key=lambda v: (numbers[v], v)))
+    return tuple(sorted(values))
+
+
+def _feature_names(columns: Sequence[str]) -> tuple[str, ...]:
+    """Column names as SavedModel input names (letters, digits, underscores)."""
+    names = []
+    for i, column in enumerate(columns):
+        name = (
+            re.sub(r"[^A-Za-z0-9_]+", "_", column).strip("_").lower() or f"text_{i + 1}"
+        )
+        if name[0].isdigit():
+            name = "text_" + name
+        names.append(name)
+    if len(set(names)) != len(names):
+        names = [f"{name}_{i + 1}" for i, name in enumerate(names)]
+    return tuple(names)
+
+
+def custom_task(
+    text_columns: Sequence[str],
+    label_column: str,
+    labels: Sequence[str] = (),
+    name: str = "custom",
+    epochs: int = 3,
+) -> GlueTask:
+    """A `GlueTask` for the user's columns; `labels=()` makes it a regression."""
+    if not 1 <= len(text_columns) <= 2:
+        raise DataFileError(
+            f"one or two text columns (a text or a pair), got {list(text_columns)}"
+        )
+    if labels:
+        metrics = ("accuracy", "f1", "mcc") if len(labels) == 2 else ("accuracy", "mcc")
+    else:
+        metrics = ("pearson", "spearman")
+    return GlueTask(
+        name=name,
+        directory="",
+        text_columns=tuple(text_columns),
+        text_features=_feature_names(text_columns),
+        label_column=label_column,
+        labels=tuple(labels),
+        label_names=tuple(labels),
+        metrics=metrics,
+        epochs=epochs,
+        dev_splits=("dev",),
+        test_splits=("test",),
+    )
+
+
+def load_custom_data(
+    train_file: str,
+    dev_file: str,
+    test_file: str | None = None,
+    text_columns: Sequence[str] = ("text",),
+    label_column: str = "label",
+    label_type: str = "auto",
+    name: str = "custom",
+) -> tuple[GlueTask, TaskData]:
+    """Reads the user's splits; returns their task and data.
+
+    Classes are those of the training file; a dev label train never had is
+    an error. Regression targets are used as they are (no scaling).
+
+    Raises:
+        DataFileError: see the module docstring.
+    """
+    if label_type not in LABEL_TYPES:
+        raise DataFileError(
+            f"label type {label_type!r}: choose one of {', '.join(LABEL_TYPES)}"
+        )
+    train_texts, train_labels, train_lines = read_labelled_file(
+        train_file, text_columns, label_column
+    )
+    dev_texts, dev_labels, dev_lines = read_labelled_file(
+        dev_file, text_columns, label_column
+    )
+    if label_type == "auto":
+        label_type = infer_label_type(train_labels)
+
+    def label_array(path, labels, lines, classes):
+        if label_type == "regression":
+            values = []
+            for value, line in zip(labels, lines):
+                number = _as_number(value)
+                if number is None:
+                    raise DataFileError(
+                        f"{path}, line {line}: {label_column} {_shorten(value)} is "
+                        "not a number (a regression task)"
+                    )
+                values.append(number)
+            return np.asarray(values, dtype="float32")
+        ids = {label: i for i, label in enumerate(classes)}
+        values = []
+        for value, line in zip(labels, lines):
+            label = _label_string(value)
+            if label not in ids:
+                raise DataFileError(
+                    f"{path}, line {line}: label {label!r} does not occur in the "
+                    f"training file {train_file} (its labels: {', '.join(classes)})"
+                )
+            values.append(ids[label])
+        return np.asarray(values, dtype="int32")
+
+    classes = ()
+    if label_type == "classification":
+        classes = _sorted_classes({_label_string(v) for v in train_labels})
+        if len(classes) < 2:
+            raise DataFileError(
+                f"{train_file}: every label is {classes[0]!r}; classification "
+                "needs at least two classes"
+            )
+    task = custom_task(text_columns, label_column, classes, name=name)
+    train = GlueExamples(
+        task,
+        "train",
+        train_texts,
+        label_array(train_file, train_labels, train_lines, classes),
+        source=os.fspath(train_file),
+    )
+    dev = GlueExamples(
+        task,
+        "dev",
+        dev_texts,
+        label_array(dev_file, dev_labels, dev_lines, classes),
+        source=os.fspath(dev_file),
+    )
+    test = {}
+    if test_file:
+        test_texts, _, _ = read_labelled_file(test_file, text_columns, None)
+        test[task.name, "test"] = GlueExamples(
+            task, "test", test_texts, None, source=os.fspath(test_file)
+        )
+    return task, TaskData(train=train, dev={"dev": dev}, test=test)

@@ -1,0 +1,153 @@
+"""Tagged sentences from CoNLL-layout files.
+
+One word per line, its tag in the last column, a blank line between
+sentences. Columns are tab-separated if the line has a tab, else separated by
+spaces, so both `word<TAB>tag` and CoNLL-2003's `word POS chunk NER` (tag:
+NER, the last column) read; `-DOCSTART-` lines (CoNLL-2003's document
+breaks) are skipped. Every line of a file must have the same number of
+columns; a test file may have one column (words only).
+
+Problems (a missing file, a line with another number of columns, no
+sentences, text that is not UTF-8, a dev tag train never had) raise
+`TaggingDataError`, one line naming the file, the line and the value.
+
+Example:
+>>> import pathlib, tempfile
+>>> path = pathlib.Path(tempfile.mkdtemp()) / "train.conll"
+>>> _ = path.write_text("-DOCSTART- -X- -X- O\\n\\nEU NNP B-NP B-ORG\\n"
+...                     "rejects VBZ B-VP O\\n\\nPeter NNP B-NP B-PER\\n")
+>>> sentences = read_conll(path)
+>>> sentences.words, sentences.tags
+((('EU', 'rejects'), ('Peter',)), (('B-ORG', 'O'), ('B-PER',)))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import tensorflow as tf
+
+from electra_tf.finetuning.glue_readers import GlueDataError
+
+DOCUMENT_START = "-DOCSTART-"
+
+
+class TaggingDataError(GlueDataError):
+    """A tagging file is missing, malformed or does not fit the task."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TaggedSentences:
+    """Sentences as words, with one tag per word (None: unlabelled)."""
+
+    words: tuple[tuple[str, ...], ...]
+    tags: tuple[tuple[str, ...], ...] | None
+    # Where they came from, for messages.
+    source: str = ""
+    # The 1-based line of each sentence's first word.
+    lines: tuple[int, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def to_dataset(
+        self,
+        batch_size: int,
+        tag_ids: dict[str, int] | None = None,
+        shuffle: bool = False,
+        seed: int | None = None,
+    ) -> tf.data.Dataset:
+        """Batches of words (tf.string [batch, (words)]) and tag ids
+        (int32 [batch, (words)]) for `ElectraTokenClassifier.fit`."""
+        words = tf.ragged.constant([list(w) for w in self.words], dtype=tf.string)
+        if self.tags is None or tag_ids is None:
+            elements = (words,)
+        else:
+            ids = [[tag_ids[tag] for tag in tags] for tags in self.tags]
+            elements = (words, tf.ragged.constant(ids, dtype=tf.int32))
+        dataset = tf.data.Dataset.from_tensor_slices(elements)
+        if shuffle:
+            dataset = dataset.shuffle(
+                len(self), seed=seed, reshuffle_each_iteration=True
+            )
+        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+
+
+def read_conll(path, labelled: bool = True) -> TaggedSentences:
+    """Reads a CoNLL-layout file (see the module docstring).
+
+    Args:
+        path: the file.
+        labelled: False for a file of words only (one column), or to ignore
+            its tags.
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise TaggingDataError(f"{path}: file not found")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise TaggingDataError(
+            f"{path}, line {line}: not UTF-8 (byte(s) "
+            f"{data[error.start : error.end]!r}); save the file as UTF-8"
+        ) from None
+    sentences, tag_lists, lines = [], [], []
+    words, tags = [], []
+    columns = None
+
+    def close():
+        if words:
+            sentences.append(tuple(words))
+            tag_lists.append(tuple(tags))
+            words.clear()
+            tags.clear()
+
+    for number, line in enumerate(text.splitlines(), 1):
+        fields = line.split("\t") if "\t" in line else line.split()
+        if not fields or not line.strip():
+            close()
+            continue
+        if fields[0] == DOCUMENT_START:
+            close()
+            continue
+        if columns is None:
+            columns = len(fields)
+            if labelled and columns < 2:
+                raise TaggingDataError(
+                    f"{path}, line {number}: one column {line[:80]!r}; expected "
+                    "a word and its tag (word<TAB>tag)"
+                )
+        elif len(fields) != columns:
+            raise TaggingDataError(
+                f"{path}, line {number}: {len(fields)} columns where the file's "
+                f"first word line has {columns}: {line[:80]!r}"
+            )
+        if not words:
+            lines.append(number)
+        words.append(fields[0])
+        tags.append(fields[-1])
+    close()
+    if not sentences:
+        raise TaggingDataError(f"{path}: no sentences")
+    return TaggedSentences(
+        words=tuple(sentences),
+        tags=tuple(tag_lists) if labelled else None,
+        source=path,
+        lines=tuple(lines),
+    )
+
+
+def check_tags(sentences: TaggedSentences, tags: tuple[str, ...], train_source: str):
+    """Raises `TaggingDataError` at the first tag of `sentences` not in `tags`."""
+    known = set(tags)
+    for first_line, sentence_tags in zip(sentences.lines, sentences.tags or ()):
+        for offset, tag in enumerate(sentence_tags):
+            if tag not in known:
+                raise TaggingDataError(
+                    f"{sentences.source}, line {first_line + offset}: tag {tag!r} "
+                    f"does not occur in the training file {train_source}"
+                )

@@ -1,0 +1,273 @@
+"""Fine-tuning on the user's own CSV, TSV and JSON Lines files.
+
+The run test fine-tunes a tiny model on a slice of the bundled rt_polarity
+task twice, as `--task sst2` and through the custom-file path, and checks that
+both give the same dev accuracy, epoch by epoch.
+"""
+
+import csv
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.custom_data import (
+    DataFileError,
+    infer_label_type,
+    load_custom_data,
+    read_labelled_file,
+)
+from electra_tf.finetuning.glue_readers import GlueExamples, read_glue_tsv
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.run import (
+    TaskData,
+    build_classifier,
+    finetune_seed,
+    run_finetuning,
+)
+from electra_tf.finetuning.settings import FinetuningConfig
+from electra_tf.presets import get_preset
+from tests.helpers import TINY_VOCABULARY_SIZE
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+RT_POLARITY = REPO / "electra_tf" / "assets" / "tasks" / "rt_polarity"
+SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def write(path, text, encoding="utf-8"):
+    path.write_bytes(text.encode(encoding) if isinstance(text, str) else text)
+    return path
+
+
+def test_csv_tsv_and_jsonl_pairs(tmp_path):
+    csv_file = write(
+        tmp_path / "train.csv",
+        'q,a,y\n"Is it, really?","Yes, ""quite""",same\nwhy,because,other\n',
+    )
+    tsv_file = write(tmp_path / "dev.tsv", 'q\ta\ty\n"odd quote\tkept\tsame\n')
+    jsonl_file = write(
+        tmp_path / "test.jsonl",
+        json.dumps({"q": "caf\u00e9", "a": "\u6f22\u5b57"})
+        + "\n\n"
+        + json.dumps({"q": "b", "a": "c", "y": "x"})
+        + "\n",
+    )
+    task, data = load_custom_data(
+        csv_file, tsv_file, jsonl_file, text_columns=["q", "a"], label_column="y"
+    )
+    assert data.train.texts == (("Is it, really?", "why"), ('Yes, "quite"', "because"))
+    assert data.dev["dev"].texts == (('"odd quote',), ("kept",))
+    assert data.test["custom", "test"].texts == (
+        ("caf\u00e9", "b"),
+        ("\u6f22\u5b57", "c"),
+    )
+    assert task.labels == ("other", "same") and task.is_pair
+    assert data.train.labels.tolist() == [1, 0] and data.dev["dev"].labels.tolist() == [
+        1
+    ]
+    assert task.text_features == ("q", "a")
+
+
+def test_label_type_is_inferred_or_forced(tmp_path):
+    assert infer_label_type(["1", "2", "5", "3"]) == "classification"
+    assert infer_label_type(["0.5", "1", "4.75"]) == "regression"
+    assert infer_label_type([str(i) for i in range(40)]) == "regression"
+    assert infer_label_type(["neg", "pos"]) == "classification"
+    rows = "".join(
+        json.dumps({"text": f"t{i}", "score": i % 3}) + "\n" for i in range(6)
+    )
+    train = write(tmp_path / "train.jsonl", rows)
+    task, data = load_custom_data(train, train, label_column="score")
+    assert task.labels == ("0", "1", "2") and task.metrics == ("accuracy", "mcc")
+    task, data = load_custom_data(
+        train, train, label_column="score", label_type="regression"
+    )
+    assert task.is_regression and task.metrics == ("pearson", "spearman")
+    assert data.train.labels.dtype == np.float32
+    assert data.train.labels.tolist() == [0.0, 1.0, 2.0, 0.0, 1.0, 2.0]
+
+
+GOOD_TRAIN = "text,label\ngood,pos\nbad,neg\n"
+
+
+@pytest.mark.parametrize(
+    "train, dev, kwargs, message",
+    [
+        (GOOD_TRAIN, "txt,label\nfine,pos\n", {}, r"dev.csv, line 1: no column 'text'"),
+        (GOOD_TRAIN, "text,label\n", {}, r"dev.csv: no examples"),
+        (
+            GOOD_TRAIN,
+            "text,label\nok,pos\nmeh,neutral\n",
+            {},
+            r"dev.csv, line 3: label 'neutral' does not occur in the training file",
+        ),
+        (
+            GOOD_TRAIN,
+            "text,label\nok,pos\nso, so,neg\n",
+            {},
+            r"dev.csv, line 3: 3 comma-separated fields where the header has 2",
+        ),
+        (
+            GOOD_TRAIN,
+            b"text,label\nok,pos\ncaf\xe9,neg\n",
+            {},
+            r"dev.csv, line 3: not UTF-8 \(byte\(s\) b'\\xe9'\)",
+        ),
+        (
+            "text,label\na,1.5\nb,2\n",
+            "text,label\nc,high\n",
+            {},
+            r"dev.csv, line 2: label 'high' is not a number",
+        ),
+        (
+            "text,label\na,pos\nb,pos\n",
+            "text,label\nc,pos\n",
+            {},
+            r"train.csv: every label is 'pos'",
+        ),
+        (
+            GOOD_TRAIN,
+            GOOD_TRAIN,
+            {"text_columns": ["a", "b", "c"]},
+            r"one or two text columns",
+        ),
+    ],
+    ids=[
+        "column",
+        "empty",
+        "unseen",
+        "fields",
+        "utf8",
+        "number",
+        "one-class",
+        "3-cols",
+    ],
+)
+def test_bad_files_get_one_line_naming_file_line_and_value(
+    tmp_path, train, dev, kwargs, message
+):
+    if kwargs.get("text_columns") == ["a", "b", "c"]:
+        train = dev = "a,b,c,label\nx,y,z,pos\nx,y,z,neg\n"
+    train_file = write(tmp_path / "train.csv", train)
+    dev_file = write(tmp_path / "dev.csv", dev)
+    with pytest.raises(DataFileError, match=message) as error:
+        load_custom_data(train_file, dev_file, **{"text_columns": ["text"], **kwargs})
+    assert "\n" not in str(error.value)
+
+
+def test_bad_tsv_and_jsonl_rows(tmp_path):
+    tsv = write(tmp_path / "x.tsv", "text\tlabel\na\t1\nb\t0\textra\n")
+    with pytest.raises(DataFileError, match=r"x.tsv, line 3: 3 tab-separated"):
+        read_labelled_file(tsv, ["text"], "label")
+    jsonl = write(tmp_path / "x.jsonl", '{"text": "a", "label": 1}\n{"text": "b"\n')
+    with pytest.raises(DataFileError, match=r"x.jsonl, line 2: not valid JSON"):
+        read_labelled_file(jsonl, ["text"], "label")
+    jsonl = write(tmp_path / "y.jsonl", '{"text": "a", "label": 1}\n{"label": 0}\n')
+    with pytest.raises(DataFileError, match=r"y.jsonl, line 2: no 'text' field"):
+        read_labelled_file(jsonl, ["text"], "label")
+    with pytest.raises(DataFileError, match=r"z.txt: unknown file type"):
+        read_labelled_file(tmp_path / "z.txt", ["text"], "label")
+    with pytest.raises(DataFileError, match=r"nowhere.csv: file not found"):
+        read_labelled_file(tmp_path / "nowhere.csv", ["text"], "label")
+
+
+def _rt_slice(split, rows):
+    examples = read_glue_tsv(get_task("sst2"), split, str(RT_POLARITY))
+    return examples.texts[0][:rows], examples.labels[:rows]
+
+
+@pytest.fixture(scope="module")
+def rt_polarity_runs(tmp_path_factory):
+    """rt_polarity (64 train, 32 dev) as sst2 and as a custom CSV with labels
+    neg/pos; one seed, two epochs, the tiny model."""
+    root = tmp_path_factory.mktemp("custom")
+    vocabulary = (
+        SPECIAL
+        + sorted({w for t in _rt_slice("train", 64)[0] for w in t.lower().split()})[
+            : TINY_VOCABULARY_SIZE - 5
+        ]
+    )
+    vocabulary += [f"unused{i}" for i in range(TINY_VOCABULARY_SIZE - len(vocabulary))]
+    model_config = get_preset("tiny").model.override(
+        vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=32
+    )
+    config = FinetuningConfig(
+        learning_rate=1e-3, epochs=2, batch_size=16, max_seq_length=32
+    )
+    sst2 = get_task("sst2")
+    glue_data = TaskData(
+        train=GlueExamples(sst2, "train", *_wrap(*_rt_slice("train", 64))),
+        dev={"dev": GlueExamples(sst2, "dev", *_wrap(*_rt_slice("dev", 32)))},
+        test={},
+    )
+    for split, rows in (("train", 64), ("dev", 32), ("test", 4)):
+        texts, labels = _rt_slice("train" if split == "test" else split, rows)
+        with open(root / f"{split}.csv", "w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(["review", "sentiment"])
+            writer.writerows([t, "neg pos".split()[y]] for t, y in zip(texts, labels))
+    task, custom_data = load_custom_data(
+        root / "train.csv",
+        root / "dev.csv",
+        root / "test.csv",
+        text_columns=["review"],
+        label_column="sentiment",
+    )
+
+    def maker(task):
+        return lambda: build_classifier(
+            task,
+            config,
+            model_config=model_config,
+            vocabulary=Vocabulary(tuple(vocabulary)),
+        )
+
+    _, glue_results = finetune_seed(
+        maker(sst2), sst2, glue_data, config, seed=3, verbose=0
+    )
+    summary = run_finetuning(
+        task, custom_data, maker(task), config, str(root / "run"), seeds=(3,), verbose=0
+    )
+    return root / "run", glue_results, summary
+
+
+def _wrap(texts, labels):
+    return (texts,), labels
+
+
+def test_custom_path_gives_the_sst2_dev_accuracy(rt_polarity_runs):
+    _, glue_results, summary = rt_polarity_runs
+    custom = summary["seeds"]["3"]["epochs"]
+    glue = glue_results["epochs"]
+    assert [e["dev"]["dev"]["accuracy"] for e in custom] == [
+        e["dev"]["dev"]["accuracy"] for e in glue
+    ]
+    assert [e["train"]["loss"] for e in custom] == [e["train"]["loss"] for e in glue]
+    assert {"accuracy", "f1", "mcc"} <= set(custom[0]["dev"]["dev"])
+
+
+def test_custom_run_predicts_and_exports_the_users_labels(rt_polarity_runs):
+    run_dir, _, summary = rt_polarity_runs
+    rows = (run_dir / "submission" / "test.tsv").read_text().splitlines()
+    assert rows[0] == "index\tprediction" and len(rows) == 5
+    assert {row.split("\t")[1] for row in rows[1:]} <= {"neg", "pos"}
+    serve = tf.saved_model.load(str(run_dir / "saved_model")).signatures[
+        "serving_default"
+    ]
+    outputs = serve(review=tf.constant(["a gripping film", "dull"]))
+    assert set(outputs["label"].numpy().tolist()) <= {b"neg", b"pos"}
+    assert json.loads((run_dir / "metrics.json").read_text())["task"] == "custom"
+
+
+def test_docstring_examples_run():
+    import doctest
+
+    import electra_tf.finetuning.custom_data
+
+    result = doctest.testmod(
+        electra_tf.finetuning.custom_data, optionflags=doctest.ELLIPSIS
+    )
+    assert result.attempted > 0 and result.failed == 0
