@@ -26,46 +26,37 @@ class Preset:
     batch_size: int
 
 
-PRESETS: dict[str, Preset] = {
-    # For tests and the CPU demo: 2 layers, H=64, E=32, generator 1/2 width.
-    "tiny": Preset(
-        model=ModelConfig(
-            num_layers=2,
-            hidden_dim=64,
-            embedding_dim=32,
-            num_heads=2,
-            max_sequence_length=128,
-            generator_hidden_size=0.5,
-        ),
-        pretraining=PretrainingConfig(max_seq_length=128),
-        optimizer=OptimizerConfig(
-            learning_rate=1e-3, warmup_steps=100, total_steps=2000
-        ),
-        batch_size=32,
+# For tests (and the demo preset): 2 layers, H=64, E=32, generator 1/2 width.
+_TINY = Preset(
+    model=ModelConfig(
+        num_layers=2,
+        hidden_dim=64,
+        embedding_dim=32,
+        num_heads=2,
+        max_sequence_length=128,
+        generator_hidden_size=0.5,
     ),
+    pretraining=PretrainingConfig(max_seq_length=128),
+    optimizer=OptimizerConfig(learning_rate=1e-3, warmup_steps=100, total_steps=2000),
+    batch_size=32,
+)
+
+PRESETS: dict[str, Preset] = {
+    "tiny": _TINY,
     # What `python pretrain/run.py` trains with no flags: `tiny` with a generator
     # 1/8 as wide (8 units, 1 head) for 3,000 steps. Measured on the bundled
     # corpus (BENCHMARKS.md section 13, the dynamics study): with 1/8 the
     # discriminator leaves the base-rate plateau after ~1,750 steps and ends
-    # at held-out AUC 0.585 at 3,000; with tiny's 1/2 it is still at 0.544, and
-    # 1/4 at 0.544 by 2,250. The narrower generator also makes the step
+    # at held-out AUC 0.585 at 3,000; with tiny's 1/2 it ends at 0.544 and
+    # with 1/4 at 0.548, both still on it. The narrower generator also makes the step
     # cheaper, so the 3,000 steps fit the demo's minutes. (The paper's 1/4-1/2
     # is for 10^5-10^6 steps; at a few thousand the weaker generator leaves
     # the discriminator an easier task that it learns sooner.)
     "demo": Preset(
-        model=ModelConfig(
-            num_layers=2,
-            hidden_dim=64,
-            embedding_dim=32,
-            num_heads=2,
-            max_sequence_length=128,
-            generator_hidden_size=0.125,
-        ),
-        pretraining=PretrainingConfig(max_seq_length=128),
-        optimizer=OptimizerConfig(
-            learning_rate=1e-3, warmup_steps=100, total_steps=3000
-        ),
-        batch_size=32,
+        model=_TINY.model.override(generator_hidden_size=0.125),
+        pretraining=_TINY.pretraining,
+        optimizer=_TINY.optimizer.override(total_steps=3000),
+        batch_size=_TINY.batch_size,
     ),
     "small": Preset(
         model=ModelConfig(
