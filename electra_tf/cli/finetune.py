@@ -29,11 +29,11 @@ import logging
 import sys
 
 from electra_tf.cli import command_line
+from electra_tf.finetuning.finetune import finetune
 from electra_tf.finetuning.question_answering_run import (
     SQUAD_TASKS,
     finetune_squad_from_flags,
 )
-from electra_tf.finetuning.run import finetune
 from electra_tf.finetuning.settings import DEMO_PRETRAINED, FinetuningFlags
 
 

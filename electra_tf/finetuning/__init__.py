@@ -8,8 +8,10 @@
 * `custom_data`: your own CSV, TSV or JSON Lines files as a task.
 * `tagging_data`, `tagging_metrics`, `tagging_run`: CoNLL files, token accuracy and
   span P/R/F1, a whole tagging run (`run_tagging`).
-* `run`: a whole fine-tuning run: `finetune(flags)`, `run_finetuning` (train,
-  evaluate, predict, export).
+* `run`: a whole fine-tuning run: `run_finetuning` (train, evaluate, predict,
+  export).
+* `finetune`: `finetune(flags)`, what `finetune/run.py` runs: a GLUE task, your
+  own files or tagging, chosen from the flags.
 * `squad_data`, `squad_metrics`: SQuAD 1.1/2.0 files (and TFDS) and the official
   exact match and F1 (HasAns/NoAns, best no-answer thresholds).
 * `span_decoding`: the best answer span of a question over all its windows.

@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
+from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
     _as_ragged,
@@ -136,8 +137,6 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        from electra_tf.models.text_classifier import ElectraTextClassifier
-
         # The text classifier's loader checks the preset and converts the
         # encoder; its head is dropped.
         classifier = ElectraTextClassifier.from_preset(

@@ -1,0 +1,157 @@
+"""`finetune(flags)`: what `finetune/run.py` runs, the task chosen from its flags.
+
+A GLUE task (`run.run_finetuning`), the user's own files (`custom_data`, then
+the same run) or CoNLL tagging (`tagging_run.run_tagging`). It sits above those
+modules, which share `run`'s recipe pieces, so none of them imports it.
+(SQuAD has its own entry point, `question_answering_run.finetune_squad_from_flags`.)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from electra_tf.config import ConfigError
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.distribution import resolve_jit_compile
+from electra_tf.finetuning.custom_data import load_custom_data
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.run import build_classifier, load_task_data, run_finetuning
+from electra_tf.finetuning.settings import (
+    DEMO_DATA,
+    DEMO_PRETRAINED,
+    DEMO_TAGGING,
+    FinetuningFlags,
+    parse_seeds,
+    resolve_finetuning_config,
+)
+from electra_tf.finetuning.tagging_run import (
+    build_token_classifier,
+    load_tagging_data,
+    run_tagging,
+)
+from electra_tf.models.text_classifier import preset_hidden_dim
+from electra_tf.presets import get_preset
+
+logger = logging.getLogger(__name__)
+
+
+def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
+    """Runs `finetune/run.py` with `flags`: returns the output directory and the
+    summary of the run (`run_finetuning`, or `run_tagging` for `--task tagging`).
+
+    The data: a GLUE task (`--data-dir`, `--tfds`, or the demo excerpt as
+    SST-2), the user's own files (`--train-file`, `--dev-file`; see
+    `electra_tf.finetuning.custom_data`), or CoNLL files for `--task tagging`
+    (the bundled Brown POS excerpt without files).
+
+    Raises `ElectraError` subclasses for everything a user can fix.
+    """
+    tagging = (flags.task or "").lower() == "tagging"
+    custom = bool(flags.train_file) and not tagging
+    if custom and flags.task:
+        raise ConfigError(
+            f"--task {flags.task} reads GLUE data (--data-dir, --tfds); your own "
+            "--train-file needs no --task (or --task tagging for CoNLL files)"
+        )
+    if (flags.train_file or flags.dev_file) and not (
+        flags.train_file and flags.dev_file
+    ):
+        raise ConfigError("--train-file and --dev-file go together")
+    if (tagging or custom) and (flags.data_dir or flags.tfds):
+        raise ConfigError(
+            "--train-file/--task tagging and --data-dir/--tfds: choose one"
+        )
+    seeds = parse_seeds(flags.seeds)
+    task = tags = None
+    if tagging:
+        test_file = flags.test_file
+        if not flags.train_file:  # the demo excerpt
+            test_file = os.path.join(DEMO_TAGGING, "test.conll")
+        data = load_tagging_data(
+            flags.train_file or os.path.join(DEMO_TAGGING, "train.conll"),
+            flags.dev_file or os.path.join(DEMO_TAGGING, "dev.conll"),
+            test_file,
+        )
+        tags, name, data_source = data.tags, "tagging", data.train.source
+    elif custom:
+        task, data = load_custom_data(
+            flags.train_file,
+            flags.dev_file,
+            flags.test_file,
+            text_columns=[c.strip() for c in flags.text_columns.split(",")],
+            label_column=flags.label_column,
+            label_type=flags.label_type,
+        )
+        name, data_source = task.name, flags.train_file
+    else:
+        task = get_task(flags.task or "sst2")
+        # Data: --data-dir, --tfds, or the demo excerpt (as SST-2).
+        data_dir = flags.data_dir
+        if not data_dir and not flags.tfds:
+            if task.name != "sst2":
+                raise ConfigError(
+                    f"no --data-dir or --tfds for {task.name}: the built-in demo "
+                    "data is for sst2 only"
+                )
+            data_dir = DEMO_DATA
+        data = load_task_data(task, data_dir, use_tfds=flags.tfds)
+        name, data_source = task.name, "tfds" if flags.tfds else data_dir
+    # Model: a pre-trained preset, or random initialisation.
+    pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
+    model_config = vocabulary = None
+    if pretrained is None:
+        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
+        model_config = get_preset(flags.preset).model.override(
+            vocabulary_size=vocabulary.size
+        )
+        hidden_dim = model_config.hidden_dim
+    elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
+        raise ConfigError(
+            f"{pretrained} not found: run `python pretrain/run.py` first (the "
+            "pre-training demo exports it there), or pass --pretrained none"
+        )
+    else:
+        hidden_dim = preset_hidden_dim(pretrained)
+    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
+    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
+    size, config = resolve_finetuning_config(flags, hidden_dim, jit_compile=jit_compile)
+    logger.info("%s recipe for %s: %s", size, name, config.to_dict())
+    output_dir = flags.output_dir or os.path.join("runs", "finetune", name)
+    run_info = {"pretrained": pretrained or "none", "data": data_source, "recipe": size}
+
+    if tagging:
+
+        def make_tagger():
+            return build_token_classifier(
+                tags,
+                config,
+                pretrained,
+                model_config=model_config,
+                vocabulary=vocabulary,
+            )
+
+        summary = run_tagging(
+            data, make_tagger, config, output_dir, seeds=seeds, run_info=run_info
+        )
+        return output_dir, summary
+
+    def make_classifier():
+        return build_classifier(
+            task,
+            config,
+            pretrained,
+            model_config=model_config,
+            vocabulary=vocabulary,
+        )
+
+    summary = run_finetuning(
+        task,
+        data,
+        make_classifier,
+        config,
+        output_dir,
+        seeds=seeds,
+        run_info=run_info,
+    )
+    return output_dir, summary
