@@ -28,6 +28,8 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--steps"]),
+        ("studies.pretraining_dynamics", ["--study", "--warmups"]),
+        ("studies.attention_probe", ["--tower", "--batches"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
