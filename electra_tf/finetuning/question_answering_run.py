@@ -31,16 +31,15 @@ import os
 from collections.abc import Callable, Sequence
 
 import keras
-import keras_hub
 import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
-from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
-from electra_tf.finetuning.run import make_optimizer
+from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     DEMO_PRETRAINED,
     FinetuningFlags,
@@ -55,7 +54,6 @@ from electra_tf.finetuning.squad_data import (
     write_null_odds_json,
     write_predictions_json,
 )
-from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
@@ -155,16 +153,9 @@ def build_question_answerer(
     )
     if pretrained is not None:
         return ElectraQuestionAnswerer.from_preset(pretrained, **lengths, **head)
-    if model_config is None or vocabulary is None:
-        raise ValueError("a randomly initialised model needs a model config")
-    check_vocabulary_fits(
-        vocabulary.size, model_config.vocabulary_size, error=ConfigError
-    )
-    tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
-    )
+    encoder, tokenizer = random_encoder(model_config, vocabulary, "model")
     return ElectraQuestionAnswerer(
-        backbone=ElectraEncoder.discriminator_from_config(model_config),
+        backbone=encoder,
         preprocessor=ElectraQuestionAnswererPreprocessor(tokenizer, **lengths),
         **head,
     )

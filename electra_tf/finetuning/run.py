@@ -86,6 +86,25 @@ def make_optimizer(
     )
 
 
+def random_encoder(
+    model_config: ModelConfig | None, vocabulary: Vocabulary | None, model: str
+) -> tuple[ElectraEncoder, keras_hub.models.ElectraTokenizer]:
+    """A randomly initialised encoder and its tokenizer (no-pre-training runs).
+
+    Every task's builder needs the same: the architecture and the vocabulary,
+    which must fit each other. `model` names the model in the error.
+    """
+    if model_config is None or vocabulary is None:
+        raise ValueError(f"a randomly initialised {model} needs a model config")
+    check_vocabulary_fits(
+        vocabulary.size, model_config.vocabulary_size, error=ConfigError
+    )
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+    )
+    return ElectraEncoder.discriminator_from_config(model_config), tokenizer
+
+
 def build_classifier(
     task: GlueTask,
     config: FinetuningConfig,
@@ -112,16 +131,9 @@ def build_classifier(
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
         )
-    if model_config is None or vocabulary is None:
-        raise ValueError("a randomly initialised classifier needs a model config")
-    check_vocabulary_fits(
-        vocabulary.size, model_config.vocabulary_size, error=ConfigError
-    )
-    tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
-    )
+    encoder, tokenizer = random_encoder(model_config, vocabulary, "classifier")
     return ElectraTextClassifier(
-        backbone=ElectraEncoder.discriminator_from_config(model_config),
+        backbone=encoder,
         num_classes=task.num_classes,
         preprocessor=ElectraTextClassifierPreprocessor(
             tokenizer, sequence_length=config.max_seq_length

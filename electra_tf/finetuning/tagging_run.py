@@ -25,14 +25,18 @@ import os
 from collections.abc import Callable, Sequence
 
 import keras
-import keras_hub
 import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig
-from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
-from electra_tf.finetuning.run import _median_results, _write_json, make_optimizer
+from electra_tf.finetuning.run import (
+    _median_results,
+    _write_json,
+    make_optimizer,
+    random_encoder,
+)
 from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.tagging_data import (
     TaggedSentences,
@@ -41,7 +45,6 @@ from electra_tf.finetuning.tagging_data import (
     read_conll,
 )
 from electra_tf.finetuning.tagging_metrics import is_span_tag_set, tagging_scores
-from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
@@ -102,16 +105,9 @@ def build_token_classifier(
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
         )
-    if model_config is None or vocabulary is None:
-        raise ValueError("a randomly initialised tagger needs a model config")
-    check_vocabulary_fits(
-        vocabulary.size, model_config.vocabulary_size, error=ConfigError
-    )
-    tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
-    )
+    encoder, tokenizer = random_encoder(model_config, vocabulary, "tagger")
     return ElectraTokenClassifier(
-        backbone=ElectraEncoder.discriminator_from_config(model_config),
+        backbone=encoder,
         num_classes=len(tags),
         preprocessor=ElectraTokenClassifierPreprocessor(
             tokenizer, tags=list(tags), sequence_length=config.max_seq_length
