@@ -316,6 +316,37 @@ def predict_test_splits(
     return paths
 
 
+def run_seeds(
+    name: str,
+    seeds: Sequence[int],
+    train_seed: Callable[[int, str], tuple[keras.Model, dict]],
+    output_dir: str,
+    summary: dict,
+) -> keras.Model:
+    """Fine-tunes once per seed; returns the model of the best-scoring seed.
+
+    `train_seed(seed, log_dir)` returns the model and its results (with
+    `seed` and `score`). After every seed, `summary` gets its results and the
+    median so far and is written to `output_dir/metrics.json`, so a run cut
+    short keeps what it finished; at the end it gets `best_seed`.
+    """
+    best_model, best_results = None, None
+    per_seed = []
+    for seed in seeds:
+        logger.info("%s: fine-tuning with seed %d", name, seed)
+        model, results = train_seed(
+            seed, os.path.join(output_dir, "logs", f"seed_{seed}")
+        )
+        per_seed.append(results)
+        summary["seeds"][str(seed)] = results
+        summary["median"] = _median_results(per_seed)
+        if best_results is None or results["score"] > best_results["score"]:
+            best_model, best_results = model, results
+        _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    summary["best_seed"] = best_results["seed"]
+    return best_model
+
+
 def run_finetuning(
     task: GlueTask,
     data: TaskData,
@@ -354,27 +385,15 @@ def run_finetuning(
         "train_examples": len(data.train),
         "seeds": {},
     }
-    best_classifier, best_results = None, None
-    per_seed = []
-    for seed in seeds:
-        logger.info("%s: fine-tuning with seed %d", task.name, seed)
-        classifier, results = finetune_seed(
-            make_classifier,
-            task,
-            data,
-            config,
-            seed,
-            log_dir=os.path.join(output_dir, "logs", f"seed_{seed}"),
-            verbose=verbose,
-        )
-        per_seed.append(results)
-        summary["seeds"][str(seed)] = results
-        summary["median"] = _median_results(per_seed)
-        if best_results is None or results["score"] > best_results["score"]:
-            best_classifier, best_results = classifier, results
-        _write_json(os.path.join(output_dir, "metrics.json"), summary)
-
-    summary["best_seed"] = best_results["seed"]
+    best_classifier = run_seeds(
+        task.name,
+        seeds,
+        lambda seed, log_dir: finetune_seed(
+            make_classifier, task, data, config, seed, log_dir=log_dir, verbose=verbose
+        ),
+        output_dir,
+        summary,
+    )
     summary["submissions"] = predict_test_splits(
         best_classifier,
         data.test,

@@ -32,10 +32,10 @@ from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
 from electra_tf.finetuning.run import (
-    _median_results,
     _write_json,
     make_optimizer,
     random_encoder,
+    run_seeds,
 )
 from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.tagging_data import (
@@ -242,26 +242,15 @@ def run_tagging(
         "train_sentences": len(data.train),
         "seeds": {},
     }
-    best_tagger, best_results = None, None
-    per_seed = []
-    for seed in seeds:
-        logger.info("tagging: fine-tuning with seed %d", seed)
-        tagger, results = finetune_tagger_seed(
-            make_tagger,
-            data,
-            config,
-            seed,
-            log_dir=os.path.join(output_dir, "logs", f"seed_{seed}"),
-            verbose=verbose,
-        )
-        per_seed.append(results)
-        summary["seeds"][str(seed)] = results
-        summary["median"] = _median_results(per_seed)
-        if best_results is None or results["score"] > best_results["score"]:
-            best_tagger, best_results = tagger, results
-        _write_json(os.path.join(output_dir, "metrics.json"), summary)
-
-    summary["best_seed"] = best_results["seed"]
+    best_tagger = run_seeds(
+        "tagging",
+        seeds,
+        lambda seed, log_dir: finetune_tagger_seed(
+            make_tagger, data, config, seed, log_dir=log_dir, verbose=verbose
+        ),
+        output_dir,
+        summary,
+    )
     if data.test is not None:
         predicted = best_tagger.predict_tags(
             [list(w) for w in data.test.words], batch_size=config.eval_batch_size
