@@ -105,6 +105,9 @@ class QuestionAnsweringConfig(_Config):
     head_hidden_dim: int = 512
     # Weight of the no-answer loss (SQuAD 2.0).
     answerable_weight: float = 0.5
+    # Dropout inside the encoder while fine-tuning (the paper's 0.1, whatever
+    # the pre-training used).
+    encoder_dropout: float = 0.1
     # Compile train steps with XLA.
     jit_compile: bool = False
 
@@ -152,8 +155,12 @@ def build_question_answerer(
         doc_stride=config.doc_stride,
     )
     if pretrained is not None:
-        return ElectraQuestionAnswerer.from_preset(pretrained, **lengths, **head)
-    encoder, tokenizer = random_encoder(model_config, vocabulary, "model")
+        return ElectraQuestionAnswerer.from_preset(
+            pretrained, encoder_dropout=config.encoder_dropout, **lengths, **head
+        )
+    encoder, tokenizer = random_encoder(
+        model_config, vocabulary, "model", config.encoder_dropout
+    )
     return ElectraQuestionAnswerer(
         backbone=encoder,
         preprocessor=ElectraQuestionAnswererPreprocessor(tokenizer, **lengths),

@@ -87,12 +87,16 @@ def make_optimizer(
 
 
 def random_encoder(
-    model_config: ModelConfig | None, vocabulary: Vocabulary | None, model: str
+    model_config: ModelConfig | None,
+    vocabulary: Vocabulary | None,
+    model: str,
+    dropout: float,
 ) -> tuple[ElectraEncoder, keras_hub.models.ElectraTokenizer]:
     """A randomly initialised encoder and its tokenizer (no-pre-training runs).
 
     Every task's builder needs the same: the architecture and the vocabulary,
-    which must fit each other. `model` names the model in the error.
+    which must fit each other. `model` names the model in the error; `dropout`
+    is the fine-tuning rate inside the encoder, as a pre-trained one gets.
     """
     if model_config is None or vocabulary is None:
         raise ValueError(f"a randomly initialised {model} needs a model config")
@@ -102,7 +106,10 @@ def random_encoder(
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
-    return ElectraEncoder.discriminator_from_config(model_config), tokenizer
+    encoder = ElectraEncoder.discriminator_from_config(
+        model_config.override(dropout=dropout)
+    )
+    return encoder, tokenizer
 
 
 def build_classifier(
@@ -130,8 +137,11 @@ def build_classifier(
             num_classes=task.num_classes,
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
+            encoder_dropout=config.encoder_dropout,
         )
-    encoder, tokenizer = random_encoder(model_config, vocabulary, "classifier")
+    encoder, tokenizer = random_encoder(
+        model_config, vocabulary, "classifier", config.encoder_dropout
+    )
     return ElectraTextClassifier(
         backbone=encoder,
         num_classes=task.num_classes,

@@ -104,8 +104,11 @@ def build_token_classifier(
             tags=list(tags),
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
+            encoder_dropout=config.encoder_dropout,
         )
-    encoder, tokenizer = random_encoder(model_config, vocabulary, "tagger")
+    encoder, tokenizer = random_encoder(
+        model_config, vocabulary, "tagger", config.encoder_dropout
+    )
     return ElectraTokenClassifier(
         backbone=encoder,
         num_classes=len(tags),

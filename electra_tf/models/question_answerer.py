@@ -7,7 +7,6 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.conversion.keras_hub import encoder_from_keras_hub
 from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.finetuning.span_decoding import answer_text_batch
 from electra_tf.models.encoder import ElectraEncoder
@@ -15,7 +14,11 @@ from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
 from electra_tf.models.span_head import SpanHead
-from electra_tf.models.text_classifier import PretrainedModelError, _checked_preset
+from electra_tf.models.text_classifier import (
+    PretrainedModelError,
+    _checked_preset,
+    preset_encoder,
+)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -210,6 +213,7 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
         max_query_length=64,
         doc_stride=128,
         dtype=None,
+        encoder_dropout=None,
         **kwargs,
     ):
         """A question answerer on a keras-hub ELECTRA preset, with a new head.
@@ -223,6 +227,8 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             load_weights: False keeps the encoder randomly initialised.
             sequence_length, max_query_length, doc_stride: the preprocessor's.
             dtype: dtype policy of the encoder and head.
+            encoder_dropout: dropout inside the encoder; None keeps the
+                preset's rate.
             **kwargs: passed to the constructor (`answerable`, ...).
 
         Raises:
@@ -230,10 +236,7 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
                 vocabulary and embedding sizes differ.
         """
         preset = _checked_preset(preset)
-        backbone = keras_hub.models.ElectraBackbone.from_preset(
-            preset, load_weights=load_weights
-        )
-        encoder = encoder_from_keras_hub(backbone, dtype=dtype)
+        encoder = preset_encoder(preset, load_weights, dtype, encoder_dropout)
         preprocessor = ElectraQuestionAnswererPreprocessor.from_preset(
             preset,
             sequence_length=sequence_length,

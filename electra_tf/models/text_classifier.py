@@ -47,6 +47,22 @@ def preset_hidden_dim(preset) -> int:
     return int(config["config"]["hidden_dim"])
 
 
+def preset_encoder(preset, load_weights=True, dtype=None, dropout=None):
+    """The `ElectraEncoder` of a keras-hub ELECTRA preset (directory or name).
+
+    `dropout` replaces the preset's own rate (None keeps it): fine-tuning
+    uses the paper's 0.1 even when pre-training ran without dropout.
+
+    Raises:
+        PretrainedModelError: a local directory that is not a preset.
+    """
+    overrides = {} if dropout is None else {"dropout": dropout}
+    backbone = keras_hub.models.ElectraBackbone.from_preset(
+        _checked_preset(preset), load_weights=load_weights, **overrides
+    )
+    return encoder_from_keras_hub(backbone, dtype=dtype)
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextClassifier(keras_hub.models.TextClassifier):
     """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
@@ -195,6 +211,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         load_weights=True,
         sequence_length=128,
         dtype=None,
+        encoder_dropout=None,
         **kwargs,
     ):
         """A classifier on a keras-hub ELECTRA preset, with a new head.
@@ -213,6 +230,8 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
                 the preset's architecture and vocabulary).
             sequence_length: the preprocessor's packed length.
             dtype: dtype policy of the encoder and head.
+            encoder_dropout: dropout inside the encoder; None keeps the
+                preset's rate.
             **kwargs: passed to the constructor (`activation`, `dropout`, ...).
 
         Raises:
@@ -220,10 +239,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
                 vocabulary and embedding sizes differ.
         """
         preset = _checked_preset(preset)
-        backbone = keras_hub.models.ElectraBackbone.from_preset(
-            preset, load_weights=load_weights
-        )
-        encoder = encoder_from_keras_hub(backbone, dtype=dtype)
+        encoder = preset_encoder(preset, load_weights, dtype, encoder_dropout)
         preprocessor = ElectraTextClassifierPreprocessor.from_preset(
             preset, sequence_length=sequence_length
         )

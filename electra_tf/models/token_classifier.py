@@ -128,6 +128,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         load_weights=True,
         sequence_length=128,
         dtype=None,
+        encoder_dropout=None,
         **kwargs,
     ):
         """A tagger on a keras-hub ELECTRA preset (our pre-training export),
@@ -145,6 +146,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             load_weights=load_weights,
             sequence_length=sequence_length,
             dtype=dtype,
+            encoder_dropout=encoder_dropout,
         )
         preprocessor = ElectraTokenClassifierPreprocessor(
             classifier.preprocessor.tokenizer,

@@ -65,6 +65,17 @@ def test_recipe():
         config.override(layerwise_decay=1.5)
 
 
+def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
+    # Both arms of a comparison fine-tune with the same encoder dropout.
+    classifier = build_classifier(
+        get_task("sst2"),
+        FinetuningConfig(encoder_dropout=0.25, max_seq_length=32),
+        model_config=tiny_model_config().override(dropout=0.0),
+        vocabulary=Vocabulary(tuple(VOCABULARY)),
+    )
+    assert classifier.backbone.dropout == 0.25
+
+
 def test_optimizer_follows_the_recipe():
     config = FinetuningConfig(learning_rate=1e-4, layerwise_decay=0.8)
     optimizer = make_optimizer(config, num_layers=12, total_steps=1000)

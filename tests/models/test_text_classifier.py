@@ -240,6 +240,25 @@ def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
     assert classifier.predict(["the film"], verbose=0).shape == (1, 3)
 
 
+def test_from_preset_sets_the_encoder_dropout_for_fine_tuning(vocabulary, tmp_path):
+    # A demo export is pre-trained without dropout; fine-tuning asks for 0.1.
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+
+    config = make_encoder().get_config()
+    encoder = ElectraEncoder(**{**config, "dropout": 0.0})
+    preset = tmp_path / "discriminator"
+    save_keras_hub_preset(encoder, Vocabulary(tuple(vocabulary)), str(preset))
+    kept = ElectraTextClassifier.from_preset(
+        str(preset), num_classes=2, sequence_length=16
+    )
+    assert kept.backbone.dropout == 0.0
+    tuned = ElectraTextClassifier.from_preset(
+        str(preset), num_classes=2, sequence_length=16, encoder_dropout=0.1
+    )
+    assert tuned.backbone.dropout == 0.1
+    assert tuned.backbone.embeddings_dropout.rate == 0.1
+
+
 def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
     from electra_tf.conversion.keras_hub import save_keras_hub_preset
 
