@@ -2,9 +2,10 @@
 
 With no flags, runs the built-in demo: learns an 8k WordPiece vocabulary from
 the small corpus shipped in `electra_tf/assets/corpus`, builds TFRecords from
-it, trains the `demo` preset (`tiny` with a 1/8-width generator) on the CPU for
-a few minutes, evaluates on a held-out shard and exports the discriminator
-(keras-hub preset and SavedModel) and the generator under `runs/pretrain/export`.
+it, trains the `demo` preset (`tiny` with a 1/16-width generator, initialiser
+range 0.1 and no dropout) on the CPU for a few minutes, evaluates on a held-out
+shard and exports the discriminator (keras-hub preset and SavedModel) and the
+generator under `runs/pretrain/export`.
 Rerunning the same command resumes from the newest checkpoint.
 """
 
@@ -49,7 +50,8 @@ def parse_args(argv=None):
     add(
         "--preset",
         default="demo",
-        help="demo (default: the CPU demo's tiny model and 1/8-width generator), "
+        help="demo (default: the CPU demo's tiny model with a 1/16-width "
+        "generator, initializer_range 0.1 and no dropout), "
         "tiny, small, small++, base or large.",
     )
     add(

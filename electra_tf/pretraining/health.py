@@ -170,8 +170,9 @@ class TrainingHealth:
                 "learned to use context. Remedies: keep training (at the tiny "
                 "preset the longer runs measured left it after 3,000-4,000 "
                 "steps); a narrower generator leaves it sooner (generator_hidden_"
-                "size 0.125 at tiny: after ~1,750 steps; BENCHMARKS.md, section "
-                "13).",
+                "size 0.0625 at tiny: after ~1,250 steps); for a narrow model, "
+                "initializer_range above BERT's 0.02 (0.1 at 64 units) and no "
+                "dropout (BENCHMARKS.md, section 13).",
             )
         ]
 

@@ -10,12 +10,14 @@ from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 def test_the_demo_is_tiny_with_a_narrow_generator_for_its_steps():
     configs = resolve_configs(PretrainingFlags(), jit_compile=True)
     tiny = get_preset("tiny")
-    assert configs.model == tiny.model.override(generator_hidden_size=0.125)
-    assert configs.model.generator_hidden_dim == 8
-    assert configs.pretraining == tiny.pretraining
-    assert configs.optimizer == tiny.optimizer.override(total_steps=3000)
+    assert configs.model == tiny.model.override(
+        generator_hidden_size=0.0625, initializer_range=0.1, dropout=0.0
+    )
+    assert configs.model.generator_hidden_dim == 4
+    assert configs.pretraining == tiny.pretraining.override(max_seq_length=64)
+    assert configs.optimizer == tiny.optimizer.override(total_steps=5000)
     training = configs.training
-    assert (training.train_steps, training.batch_size) == (3000, 32)
+    assert (training.train_steps, training.batch_size) == (5000, 64)
     assert (training.checkpoint_every, training.jit_compile) == (100, True)
     assert training.model_dir == "runs/pretrain"
 
