@@ -49,6 +49,20 @@ def test_health_fires_on_a_recorded_plateau(name):
     assert "base rate" in finding.message and "generator" in finding.message
 
 
+def test_health_fires_on_the_demos_noisy_plateau_and_reports_its_end():
+    # README command 1's run: its held-out AUC wandered 0.49-0.557 on the
+    # plateau (steps 100-900), across the 0.55 line, before it left at 1,000.
+    health = replay("demo_learns.json")
+    assert [(f.check, f.step) for f in health.findings] == [
+        ("base_rate_plateau", 400),
+        ("left_plateau", 1000),
+    ]
+    # Without the tolerance each wander above 0.55 restarts the count, and
+    # the plateau goes unreported.
+    strict = replay("demo_learns.json", auc_tolerance=0.0)
+    assert [f.check for f in strict.findings] == []
+
+
 def test_health_reports_a_plateau_once_and_its_end():
     health = TrainingHealth(plateau_evaluations=2)
     stuck = {"rtd_loss": 0.40, "rtd_auc": 0.52, "replaced_fraction": 0.14}
