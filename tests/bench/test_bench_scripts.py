@@ -30,6 +30,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.finetune_throughput", ["--tasks", "--steps"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups"]),
         ("studies.attention_probe", ["--tower", "--batches"]),
+        ("studies.feature_probe", ["--pretrained", "--task-dir"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
