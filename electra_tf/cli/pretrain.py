@@ -3,7 +3,7 @@
 With no flags, runs the built-in demo: learns an 8k WordPiece vocabulary from
 the small corpus shipped in `electra_tf/assets/corpus`, builds TFRecords from
 it, trains the `demo` preset (`tiny` with a 1/16-width generator, initialiser
-range 0.1 and no dropout) on the CPU for a few minutes, evaluates on a held-out
+range 0.1 and no dropout) on the CPU for about 7 minutes, evaluates on a held-out
 shard and exports the discriminator (keras-hub preset and SavedModel) and the
 generator under `runs/pretrain/export`.
 Rerunning the same command resumes from the newest checkpoint.
