@@ -7,7 +7,6 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.finetuning.span_decoding import answer_text_batch
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer_preprocessor import (
@@ -15,8 +14,8 @@ from electra_tf.models.question_answerer_preprocessor import (
 )
 from electra_tf.models.span_head import SpanHead
 from electra_tf.models.text_classifier import (
-    PretrainedModelError,
     _checked_preset,
+    check_preset_fits,
     preset_encoder,
 )
 
@@ -243,15 +242,5 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             max_query_length=max_query_length,
             doc_stride=doc_stride,
         )
-        check_vocabulary_fits(
-            preprocessor.tokenizer.vocabulary_size(),
-            encoder.vocabulary_size,
-            f"{preset}: the tokenizer",
-            error=PretrainedModelError,
-        )
-        if sequence_length > encoder.max_sequence_length:
-            raise PretrainedModelError(
-                f"sequence_length {sequence_length} exceeds the {preset} model's "
-                f"max_sequence_length {encoder.max_sequence_length}"
-            )
+        check_preset_fits(preset, encoder, preprocessor.tokenizer, sequence_length)
         return cls(backbone=encoder, preprocessor=preprocessor, **kwargs)

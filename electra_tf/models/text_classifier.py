@@ -63,6 +63,26 @@ def preset_encoder(preset, load_weights=True, dtype=None, dropout=None):
     return encoder_from_keras_hub(backbone, dtype=dtype)
 
 
+def check_preset_fits(preset, encoder, tokenizer, sequence_length) -> None:
+    """A preset's tokenizer must fit its encoder's embeddings, and the packed
+    length its position embeddings.
+
+    Raises:
+        PretrainedModelError: either does not fit.
+    """
+    check_vocabulary_fits(
+        tokenizer.vocabulary_size(),
+        encoder.vocabulary_size,
+        f"{preset}: the tokenizer",
+        error=PretrainedModelError,
+    )
+    if sequence_length > encoder.max_sequence_length:
+        raise PretrainedModelError(
+            f"sequence_length {sequence_length} exceeds the {preset} model's "
+            f"max_sequence_length {encoder.max_sequence_length}"
+        )
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextClassifier(keras_hub.models.TextClassifier):
     """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
@@ -243,18 +263,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         preprocessor = ElectraTextClassifierPreprocessor.from_preset(
             preset, sequence_length=sequence_length
         )
-        tokenizer_size = preprocessor.tokenizer.vocabulary_size()
-        check_vocabulary_fits(
-            tokenizer_size,
-            encoder.vocabulary_size,
-            f"{preset}: the tokenizer",
-            error=PretrainedModelError,
-        )
-        if sequence_length > encoder.max_sequence_length:
-            raise PretrainedModelError(
-                f"sequence_length {sequence_length} exceeds the {preset} model's "
-                f"max_sequence_length {encoder.max_sequence_length}"
-            )
+        check_preset_fits(preset, encoder, preprocessor.tokenizer, sequence_length)
         return cls(
             backbone=encoder,
             num_classes=num_classes,
