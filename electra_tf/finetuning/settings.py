@@ -78,6 +78,10 @@ class FinetuningConfig(_Config):
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.epochs < 0:
             raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
+        for name in ("head_dropout", "encoder_dropout"):
+            rate = getattr(self, name)
+            if not 0.0 <= rate < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {rate}")
 
 
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the

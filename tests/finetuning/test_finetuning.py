@@ -63,6 +63,8 @@ def test_recipe():
         config.override(learnin_rate=1e-3)
     with pytest.raises(ConfigError, match="layerwise_decay must be in"):
         config.override(layerwise_decay=1.5)
+    with pytest.raises(ConfigError, match=r"encoder_dropout must be in \[0, 1\)"):
+        config.override(encoder_dropout=1.0)
 
 
 def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
