@@ -57,6 +57,13 @@ class _Config:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
+    def _check_fractions(self, *names: str) -> None:
+        """Each named field (a dropout rate or the like) must be in [0, 1)."""
+        for name in names:
+            value = getattr(self, name)
+            if not 0.0 <= value < 1.0:
+                raise ConfigError(f"{name} must be in [0, 1), got {value}")
+
 
 @dataclasses.dataclass(frozen=True)
 class ModelConfig(_Config):
@@ -101,8 +108,7 @@ class ModelConfig(_Config):
         for name in ("vocabulary_size", "num_layers", "hidden_dim", "embedding_dim"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout}")
+        self._check_fractions("dropout")
         if not 0.0 < self.generator_hidden_size <= 1.0:
             raise ConfigError(
                 "generator_hidden_size must be in (0, 1], got "

@@ -125,10 +125,7 @@ class QuestionAnsweringConfig(_Config):
         ):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if not 0.0 <= self.encoder_dropout < 1.0:
-            raise ConfigError(
-                f"encoder_dropout must be in [0, 1), got {self.encoder_dropout}"
-            )
+        self._check_fractions("encoder_dropout")
         if self.max_seq_length - self.max_query_length - 3 < 1:
             raise ConfigError(
                 f"max_seq_length {self.max_seq_length} leaves no room for context "

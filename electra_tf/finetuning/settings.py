@@ -69,19 +69,12 @@ class FinetuningConfig(_Config):
             raise ConfigError(
                 f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
             )
-        if not 0.0 <= self.warmup_fraction < 1.0:
-            raise ConfigError(
-                f"warmup_fraction must be in [0, 1), got {self.warmup_fraction}"
-            )
         for name in ("batch_size", "eval_batch_size", "max_seq_length"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.epochs < 0:
             raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
-        for name in ("head_dropout", "encoder_dropout"):
-            rate = getattr(self, name)
-            if not 0.0 <= rate < 1.0:
-                raise ConfigError(f"{name} must be in [0, 1), got {rate}")
+        self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
 
 
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
