@@ -73,6 +73,11 @@ def parse_args(argv=None):
         "custom for your own classification data).")
     add("--seeds", default="1,2,3", help="Comma-separated seeds; one run each, "
         "medians reported (default 1,2,3).")
+    add("--train-examples", type=int, help="Train on this many of the training "
+        "examples, drawn at random with --sample-seed (the same draw for every "
+        "--seeds run): learning curves and few-example comparisons. Default: all.")
+    add("--sample-seed", type=int, default=0, help="Seed of the --train-examples "
+        "draw (default 0).")
     add("--epochs", type=int, help="Default: the task's (3; RTE and STS-B 10).")
     add("--batch-size", type=int, help="Default: 32.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")

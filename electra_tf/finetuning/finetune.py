@@ -8,6 +8,7 @@ modules, which share `run`'s recipe pieces, so none of them imports it.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
@@ -15,6 +16,7 @@ from electra_tf.config import ConfigError
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.finetuning.custom_data import load_custom_data
+from electra_tf.finetuning.glue_readers import GlueExamples
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.run import build_classifier, load_task_data, run_finetuning
 from electra_tf.finetuning.settings import (
@@ -62,6 +64,8 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         raise ConfigError(
             "--train-file/--task tagging and --data-dir/--tfds: choose one"
         )
+    if tagging and flags.train_examples is not None:
+        raise ConfigError("--train-examples is for classification and regression tasks")
     seeds = parse_seeds(flags.seeds)
     task = tags = None
     if tagging:
@@ -97,6 +101,10 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             data_dir = DEMO_DATA
         data = load_task_data(task, data_dir, use_tfds=flags.tfds)
         name, data_source = task.name, "tfds" if flags.tfds else data_dir
+    if not tagging and flags.train_examples is not None:
+        data = dataclasses.replace(
+            data, train=_draw(data.train, flags.train_examples, flags.sample_seed)
+        )
     # Model: a pre-trained preset, or random initialisation.
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
     model_config = vocabulary = None
@@ -119,6 +127,8 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     logger.info("%s recipe for %s: %s", size, name, config.to_dict())
     output_dir = flags.output_dir or os.path.join("runs", "finetune", name)
     run_info = {"pretrained": pretrained or "none", "data": data_source, "recipe": size}
+    if flags.train_examples is not None:
+        run_info["sample_seed"] = flags.sample_seed
 
     if tagging:
 
@@ -155,3 +165,13 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         run_info=run_info,
     )
     return output_dir, summary
+
+
+def _draw(train: GlueExamples, count: int, seed: int) -> GlueExamples:
+    """`--train-examples` of `train`, or `ConfigError` naming the flag."""
+    if not 0 < count <= len(train):
+        raise ConfigError(
+            f"--train-examples must be between 1 and the {len(train)} training "
+            f"examples of {train.source or train.task.name}, got {count}"
+        )
+    return train.sample(count, seed)

@@ -6,6 +6,8 @@
   texts contain unbalanced quotes that must be kept as they are.
 * `load_tfds_split(task, split)`: the same split from `glue/<task>` in
   tensorflow-datasets (downloads and prepares it on first use).
+* `GlueExamples.sample(count, seed)`: a seeded random subset (few-example
+  runs).
 * `GlueExamples.to_dataset()`: a `tf.data.Dataset` of raw strings and label
   ids (or scaled regression targets) for `ElectraTextClassifier.fit`.
 * `write_submission(...)`: a GLUE-server TSV (`index<TAB>prediction`).
@@ -20,6 +22,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import os
+import random
 
 import numpy as np
 import tensorflow as tf
@@ -66,6 +69,25 @@ class GlueExamples:
             labels = np.concatenate([self.labels, self.labels])
         return dataclasses.replace(
             self, texts=(first + second, second + first), labels=labels
+        )
+
+    def sample(self, count: int, seed: int = 0) -> GlueExamples:
+        """`count` of the examples, drawn at random with `seed`, in drawn order.
+
+        For learning curves and few-example comparisons: the same `count` and
+        `seed` give the same examples on any machine (Python's `random`, not
+        TensorFlow's), and a larger `count` with the same seed keeps the
+        smaller draw as its prefix.
+        """
+        if not 0 < count <= len(self):
+            raise ValueError(f"cannot draw {count} of {len(self)} examples")
+        order = list(range(len(self)))
+        random.Random(seed).shuffle(order)
+        chosen = order[:count]
+        return dataclasses.replace(
+            self,
+            texts=tuple(tuple(segment[i] for i in chosen) for segment in self.texts),
+            labels=None if self.labels is None else self.labels[chosen],
         )
 
     def to_dataset(

@@ -127,6 +127,10 @@ class FinetuningFlags:
     output_dir: str | None = None
     # One run per seed; medians are reported.
     seeds: str = "1,2,3"
+    # Train on this many training examples, drawn with `sample_seed` (the
+    # same draw for every seed); None: all of them.
+    train_examples: int | None = None
+    sample_seed: int = 0
     # The recipe's values unless given.
     epochs: int | None = None
     batch_size: int | None = None

@@ -252,6 +252,13 @@ def test_cli_bad_flags(cli, capsys):
     )
     assert "Unknown hparam 'learnin_rate'" in message
     assert "--seeds" in _error(cli, capsys, "--seeds", "1,x")
+    glue = ["--pretrained", "none", "--data-dir", str(GLUE_DIR)]
+    message = _error(cli, capsys, *glue, "--train-examples", "7")
+    assert "--train-examples must be between 1 and the 6 training examples" in message
+    assert "got 0" in _error(cli, capsys, *glue, "--train-examples", "0")
+    for task in ("tagging", "squad1"):
+        message = _error(cli, capsys, "--task", task, "--train-examples", "1")
+        assert "--train-examples is for classification and regression" in message
     message = _error(
         cli, capsys, "--pretrained", "missing/preset", "--data-dir", str(GLUE_DIR)
     )

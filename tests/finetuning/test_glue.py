@@ -2,6 +2,7 @@
 
 import doctest
 import pathlib
+import random
 import shutil
 
 import numpy as np
@@ -224,6 +225,33 @@ def test_swapped_pairs_and_dataset():
     mnli_test = read_glue_tsv(get_task("mnli"), "test_mismatched", str(GLUE_DIR))
     ((premise, hypothesis),) = next(iter(mnli_test.to_dataset(batch_size=8)))
     assert premise.shape == hypothesis.shape == (2,)
+
+
+def test_sample_is_seeded_keeps_pairs_and_grows_by_prefix():
+    mrpc = read_glue_tsv(get_task("mrpc"), "train", str(GLUE_DIR)).with_swapped_pairs()
+    pairs = set(zip(*mrpc.texts, mrpc.labels.tolist()))
+    two = mrpc.sample(2, seed=5)
+    assert len(two) == 2 and two.task is mrpc.task
+    # Each drawn example keeps both its segments and its label.
+    assert set(zip(*two.texts, two.labels.tolist())) <= pairs
+    again = mrpc.sample(2, seed=5)
+    assert again.texts == two.texts and again.labels.tolist() == two.labels.tolist()
+    four = mrpc.sample(4, seed=5)
+    assert (
+        four.texts[0][:2] == two.texts[0]
+        and four.labels[:2].tolist() == two.labels.tolist()
+    )
+    # Python's random with the seed: the draw is the shuffle's prefix.
+    order = list(range(len(mrpc)))
+    random.Random(5).shuffle(order)
+    assert list(four.texts[1]) == [mrpc.texts[1][i] for i in order[:4]]
+    assert {mrpc.sample(2, seed=s).texts for s in range(6)} != {two.texts}
+    unlabelled = read_glue_tsv(get_task("sst2"), "test", str(GLUE_DIR))
+    assert unlabelled.sample(1).labels is None
+    with pytest.raises(ValueError, match="cannot draw 7 of 6 examples"):
+        mrpc.sample(7)
+    with pytest.raises(ValueError, match="cannot draw 0 of 6 examples"):
+        mrpc.sample(0)
 
 
 def _write(path, text):
