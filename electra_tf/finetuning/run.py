@@ -137,6 +137,7 @@ def build_classifier(
             num_classes=task.num_classes,
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
+            pooling=config.pooling,
             encoder_dropout=config.encoder_dropout,
         )
     encoder, tokenizer = random_encoder(
@@ -149,6 +150,7 @@ def build_classifier(
             tokenizer, sequence_length=config.max_seq_length
         ),
         dropout=config.head_dropout,
+        pooling=config.pooling,
     )
 
 

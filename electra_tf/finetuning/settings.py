@@ -11,6 +11,7 @@ import dataclasses
 import os
 
 from electra_tf.config import ConfigError, _Config, parse_hparams
+from electra_tf.models.text_classifier import POOLINGS
 
 # The pre-training demo's export, which the fine-tuning demo starts from.
 DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
@@ -56,6 +57,9 @@ class FinetuningConfig(_Config):
     # the pre-training used (the CPU demo pre-trains without dropout; left at
     # the preset's 0.0, a fine-tuned demo encoder overfits its 2,000 sentences).
     encoder_dropout: float = 0.1
+    # What the classifier's head reads: "cls" (the original's [CLS] state) or
+    # "mean" (the mean final state over the unpadded tokens).
+    pooling: str = "cls"
     # Also train on MRPC and STS-B pairs with their sentences swapped.
     swap_pairs: bool = True
     # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
@@ -75,6 +79,10 @@ class FinetuningConfig(_Config):
         if self.epochs < 0:
             raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
+        if self.pooling not in POOLINGS:
+            raise ConfigError(
+                f"pooling must be one of {POOLINGS}, got {self.pooling!r}"
+            )
 
 
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the

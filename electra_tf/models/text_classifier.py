@@ -83,6 +83,18 @@ def check_preset_fits(preset, encoder, tokenizer, sequence_length) -> None:
         )
 
 
+# How the head reads the encoder: the [CLS] state, or the mean over tokens.
+POOLINGS = ("cls", "mean")
+
+
+def masked_mean(sequence, padding_mask):
+    """Mean over the positions where `padding_mask` is true: [batch, hidden]."""
+    weights = keras.ops.cast(padding_mask, sequence.dtype)[:, :, None]
+    return keras.ops.sum(sequence * weights, axis=1) / keras.ops.maximum(
+        keras.ops.sum(weights, axis=1), 1.0
+    )
+
+
 @keras.saving.register_keras_serializable(package="electra_tf")
 class ElectraTextClassifier(keras_hub.models.TextClassifier):
     """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
@@ -91,6 +103,11 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
     (no tanh pooler), dropout, and one dense layer with a truncated-normal
     (stddev 0.02) kernel giving `num_classes` logits [batch, num_classes].
     Hugging Face's `ElectraClassificationHead` (dense + GELU first) differs.
+    `pooling="mean"` reads the mean of the final hidden states over the
+    unpadded tokens instead of `[CLS]`'s: ELECTRA's discriminator never
+    trains `[CLS]` (it is never replaced), and a small pre-trained one
+    attends from `[CLS]` mostly to itself and a few neighbours, which
+    fine-tuning is slow to re-route (`BENCHMARKS.md` section 15).
     Regression (GLUE's STS-B) is `num_classes=1`: the output [batch, 1] is
     the prediction, and `compile()` then defaults to a mean-squared-error loss.
 
@@ -106,6 +123,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         activation: optional activation of the outputs (e.g. "softmax");
             None gives logits.
         dropout: dropout rate before the dense layer (ELECTRA: 0.1).
+        pooling: "cls" (the original's) or "mean" (over unpadded tokens).
 
     Example:
     >>> import numpy as np
@@ -137,8 +155,11 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         preprocessor=None,
         activation=None,
         dropout=0.1,
+        pooling="cls",
         **kwargs,
     ):
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
@@ -155,15 +176,20 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
 
         # === Functional Model ===
         inputs = backbone.input
-        # `pooled_output` is `sequence_output[:, 0]`: the [CLS] position.
-        cls_output = backbone(inputs)["pooled_output"]
-        outputs = self.output_dense(self.classifier_dropout(cls_output))
+        encoded = backbone(inputs)
+        if pooling == "cls":
+            # `pooled_output` is `sequence_output[:, 0]`: the [CLS] position.
+            pooled = encoded["pooled_output"]
+        else:
+            pooled = masked_mean(encoded["sequence_output"], inputs["padding_mask"])
+        outputs = self.output_dense(self.classifier_dropout(pooled))
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
 
         # === Config ===
         self.num_classes = num_classes
         self.activation = keras.activations.get(activation)
         self.dropout = dropout
+        self.pooling = pooling
 
     def fit(
         self,
@@ -219,6 +245,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
                 "num_classes": self.num_classes,
                 "activation": keras.activations.serialize(self.activation),
                 "dropout": self.dropout,
+                "pooling": self.pooling,
             }
         )
         return config

@@ -65,17 +65,21 @@ def test_recipe():
         config.override(layerwise_decay=1.5)
     with pytest.raises(ConfigError, match=r"encoder_dropout must be in \[0, 1\)"):
         config.override(encoder_dropout=1.0)
+    assert config.pooling == "cls"  # the original's head
+    with pytest.raises(ConfigError, match="pooling must be one of"):
+        config.override(pooling="max")
 
 
 def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
     # Both arms of a comparison fine-tune with the same encoder dropout.
     classifier = build_classifier(
         get_task("sst2"),
-        FinetuningConfig(encoder_dropout=0.25, max_seq_length=32),
+        FinetuningConfig(encoder_dropout=0.25, max_seq_length=32, pooling="mean"),
         model_config=tiny_model_config().override(dropout=0.0),
         vocabulary=Vocabulary(tuple(VOCABULARY)),
     )
     assert classifier.backbone.dropout == 0.25
+    assert classifier.pooling == "mean"
 
 
 def test_optimizer_follows_the_recipe():

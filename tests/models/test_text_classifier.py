@@ -172,6 +172,37 @@ def test_head_is_the_original(classifier):
     assert initializer.stddev == 0.02
 
 
+def test_mean_pooling_averages_the_unpadded_final_states(preprocessor, tmp_path):
+    keras.utils.set_random_seed(0)
+    encoder = make_encoder()
+    model = ElectraTextClassifier(
+        backbone=encoder, num_classes=3, preprocessor=preprocessor, pooling="mean"
+    )
+    texts = ["a gripping film", "the pie business does not fit our strategy ."]
+    inputs = preprocessor(tf.constant(texts))
+    states = encoder(inputs)["sequence_output"].numpy()
+    mask = inputs["padding_mask"].numpy()
+    assert not mask.all()  # the first text is padded
+    pooled = np.stack([s[m].mean(axis=0) for s, m in zip(states, mask)])
+    dense = model.get_layer("output_dense")
+    expected = pooled @ dense.kernel.numpy() + dense.bias.numpy()
+    np.testing.assert_allclose(model.predict(texts, verbose=0), expected, atol=1e-5)
+    # The [CLS] head differs, and both survive saving.
+    cls_model = ElectraTextClassifier(
+        backbone=encoder, num_classes=3, preprocessor=preprocessor
+    )
+    cls_model.get_layer("output_dense").set_weights(dense.get_weights())
+    assert not np.allclose(cls_model.predict(texts, verbose=0), expected, atol=1e-3)
+    assert model.get_config()["pooling"] == "mean"
+    path = str(tmp_path / "mean.keras")
+    model.save(path)
+    restored = keras.models.load_model(path)
+    assert restored.pooling == "mean"
+    np.testing.assert_allclose(restored.predict(texts, verbose=0), expected, atol=1e-5)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        ElectraTextClassifier(backbone=encoder, num_classes=2, pooling="max")
+
+
 def test_config_round_trip(classifier):
     config = classifier.get_config()
     assert config["num_classes"] == 2 and config["dropout"] == 0.1
@@ -253,10 +284,15 @@ def test_from_preset_sets_the_encoder_dropout_for_fine_tuning(vocabulary, tmp_pa
     )
     assert kept.backbone.dropout == 0.0
     tuned = ElectraTextClassifier.from_preset(
-        str(preset), num_classes=2, sequence_length=16, encoder_dropout=0.1
+        str(preset),
+        num_classes=2,
+        sequence_length=16,
+        encoder_dropout=0.1,
+        pooling="mean",
     )
     assert tuned.backbone.dropout == 0.1
     assert tuned.backbone.embeddings_dropout.rate == 0.1
+    assert tuned.pooling == "mean" and kept.pooling == "cls"
 
 
 def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
@@ -317,7 +353,12 @@ def test_fit_shuffles_in_memory_inputs_every_epoch(preprocessor):
         )
         keras.utils.set_random_seed(seed)
         model.fit(
-            texts, labels, batch_size=8, epochs=2, callbacks=[record], verbose=0,
+            texts,
+            labels,
+            batch_size=8,
+            epochs=2,
+            callbacks=[record],
+            verbose=0,
             **kwargs,
         )
         return means[:4], means[4:]
