@@ -38,20 +38,29 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def attention_weights(layer, x, mask):
+    """A transformer layer's attention probabilities [batch, head, query, key].
+
+    `x` is the layer's input [batch, length, hidden], `mask` the boolean
+    padding mask [batch, length]; padded keys get no weight.
+    """
+    attention = layer._self_attention_layer
+    x = np.asarray(x)
+    q = np.einsum("bld,dhk->blhk", x, attention._query_dense.kernel.numpy())
+    q += attention._query_dense.bias.numpy()
+    k = np.einsum("bld,dhk->blhk", x, attention._key_dense.kernel.numpy())
+    k += attention._key_dense.bias.numpy()
+    scores = np.einsum("bqhk,bvhk->bhqv", q, k) / np.sqrt(q.shape[-1])
+    scores = np.where(mask[:, None, None, :], scores, -1e9)
+    weights = np.exp(scores - scores.max(-1, keepdims=True))
+    return weights / weights.sum(-1, keepdims=True)
+
+
 def attention_table(layers, inputs, mask):
     """Per head: (entropy, self, previous, next, max) means over real tokens."""
     rows = []
     for index, (layer, x) in enumerate(zip(layers, inputs)):
-        attention = layer._self_attention_layer
-        x = np.asarray(x)
-        q = np.einsum("bld,dhk->blhk", x, attention._query_dense.kernel.numpy())
-        q += attention._query_dense.bias.numpy()
-        k = np.einsum("bld,dhk->blhk", x, attention._key_dense.kernel.numpy())
-        k += attention._key_dense.bias.numpy()
-        scores = np.einsum("bqhk,bvhk->bhqv", q, k) / np.sqrt(q.shape[-1])
-        scores = np.where(mask[:, None, None, :], scores, -1e9)
-        weights = np.exp(scores - scores.max(-1, keepdims=True))
-        weights /= weights.sum(-1, keepdims=True)
+        weights = attention_weights(layer, x, mask)
         length = weights.shape[-1]
         entropy = -(weights * np.log(weights + 1e-12)).sum(-1)
         for head in range(weights.shape[1]):
