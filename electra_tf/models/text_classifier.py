@@ -104,10 +104,11 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
     (stddev 0.02) kernel giving `num_classes` logits [batch, num_classes].
     Hugging Face's `ElectraClassificationHead` (dense + GELU first) differs.
     `pooling="mean"` reads the mean of the final hidden states over the
-    unpadded tokens instead of `[CLS]`'s: ELECTRA's discriminator never
-    trains `[CLS]` (it is never replaced), and a small pre-trained one
-    attends from `[CLS]` mostly to itself and a few neighbours, which
-    fine-tuning is slow to re-route (`BENCHMARKS.md` section 15).
+    unpadded tokens instead of `[CLS]`'s: all ELECTRA's discriminator learns
+    at `[CLS]` is that it is never replaced, and in small CPU-pre-trained
+    ones `[CLS]` puts 45% of its first layer's attention on itself; through
+    it, fine-tuning may never leave the majority class (`BENCHMARKS.md`
+    section 15).
     Regression (GLUE's STS-B) is `num_classes=1`: the output [batch, 1] is
     the prediction, and `compile()` then defaults to a mean-squared-error loss.
 
