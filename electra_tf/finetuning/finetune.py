@@ -25,6 +25,7 @@ from electra_tf.finetuning.settings import (
     DEMO_TAGGING,
     FinetuningFlags,
     parse_seeds,
+    refuse_train_examples,
     resolve_finetuning_config,
 )
 from electra_tf.finetuning.tagging_run import (
@@ -64,8 +65,8 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         raise ConfigError(
             "--train-file/--task tagging and --data-dir/--tfds: choose one"
         )
-    if tagging and flags.train_examples is not None:
-        raise ConfigError("--train-examples is for classification and regression tasks")
+    if tagging:
+        refuse_train_examples(flags)
     seeds = parse_seeds(flags.seeds)
     task = tags = None
     if tagging:
@@ -101,7 +102,7 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             data_dir = DEMO_DATA
         data = load_task_data(task, data_dir, use_tfds=flags.tfds)
         name, data_source = task.name, "tfds" if flags.tfds else data_dir
-    if not tagging and flags.train_examples is not None:
+    if flags.train_examples is not None:  # not tagging: refused above
         data = dataclasses.replace(
             data, train=_draw(data.train, flags.train_examples, flags.sample_seed)
         )

@@ -45,6 +45,7 @@ from electra_tf.finetuning.settings import (
     FinetuningFlags,
     parse_seeds,
     recipe_for_width,
+    refuse_train_examples,
 )
 from electra_tf.finetuning.squad_data import (
     SquadDataError,
@@ -502,8 +503,7 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
     """
     if flags.task not in SQUAD_TASKS:
         raise ConfigError(f"{flags.task} is not squad1 or squad2")
-    if flags.train_examples is not None:
-        raise ConfigError("--train-examples is for classification and regression tasks")
+    refuse_train_examples(flags)
     version = SQUAD_TASKS[flags.task]
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
     if pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):

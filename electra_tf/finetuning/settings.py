@@ -166,6 +166,13 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
+def refuse_train_examples(flags: FinetuningFlags) -> None:
+    """`ConfigError` if `--train-examples` was given to a task that cannot draw
+    them (tagging, SQuAD): the draw is of whole classification examples."""
+    if flags.train_examples is not None:
+        raise ConfigError("--train-examples is for classification and regression tasks")
+
+
 def resolve_finetuning_config(
     flags: FinetuningFlags, hidden_dim: int, *, jit_compile: bool
 ) -> tuple[str, FinetuningConfig]:
