@@ -55,14 +55,18 @@ def read_split(path):
     return [row["sentence"] for row in rows], np.array([int(r["label"]) for r in rows])
 
 
+def encoder_inputs(classifier, sentences):
+    """The classifier's preprocessed `sentences`: the encoder's input dict."""
+    inputs = classifier.preprocessor(sentences)
+    return inputs[0] if isinstance(inputs, tuple) else inputs
+
+
 def sentence_vectors(classifier, sentences, batch_size=256):
     """`[CLS]` outputs and mean-pooled token outputs of the encoder."""
     cls_vectors, mean_vectors = [], []
     for start in range(0, len(sentences), batch_size):
-        inputs = classifier.preprocessor(sentences[start : start + batch_size])
-        inputs = inputs[0] if isinstance(inputs, tuple) else inputs
-        outputs = classifier.backbone(inputs)
-        hidden = np.asarray(outputs["sequence_output"])
+        inputs = encoder_inputs(classifier, sentences[start : start + batch_size])
+        hidden = np.asarray(classifier.backbone(inputs)["sequence_output"])
         mask = np.asarray(inputs["padding_mask"], dtype=np.float32)[..., None]
         cls_vectors.append(hidden[:, 0])
         mean_vectors.append((hidden * mask).sum(1) / mask.sum(1))
@@ -97,8 +101,7 @@ def relative_gradients(classifier, sentences, labels):
     import keras
     import tensorflow as tf
 
-    inputs = classifier.preprocessor(sentences)
-    inputs = inputs[0] if isinstance(inputs, tuple) else inputs
+    inputs = encoder_inputs(classifier, sentences)
     with tf.GradientTape() as tape:
         logits = classifier(inputs, training=False)
         loss = keras.losses.sparse_categorical_crossentropy(
@@ -148,10 +151,10 @@ def main(argv=None):
             accuracy = float(probe.score(dev, dev_y))
             results[f"{weights} {name}"] = round(accuracy, 4)
             print(f"{weights:12s} {name:5s} dev accuracy {accuracy:.3f}")
-        dev_inputs = classifier.preprocessor(dev_x[:256])
-        dev_inputs = dev_inputs[0] if isinstance(dev_inputs, tuple) else dev_inputs
         starts[weights] = {
-            "cls_attention": cls_attention(classifier.backbone, dev_inputs),
+            "cls_attention": cls_attention(
+                classifier.backbone, encoder_inputs(classifier, dev_x[:256])
+            ),
             **relative_gradients(classifier, train_x[:256], train_y[:256]),
         }
         print(f"{weights:12s} {json.dumps(starts[weights])}")
