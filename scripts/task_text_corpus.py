@@ -20,11 +20,15 @@ import random
 
 
 def read_sentences(path: pathlib.Path, column: str) -> list[str]:
-    with path.open(encoding="utf-8", newline="") as f:
-        reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        if column not in (reader.fieldnames or []):
-            raise SystemExit(f"{path}: no column {column!r} ({reader.fieldnames})")
-        return [row[column] for row in reader]
+    """The column's values; a missing or unreadable file is one line naming it."""
+    try:
+        with path.open(encoding="utf-8", newline="") as f:
+            reader = csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
+            if column not in (reader.fieldnames or []):
+                raise SystemExit(f"{path}: no column {column!r} ({reader.fieldnames})")
+            return [row[column] for row in reader]
+    except (OSError, UnicodeDecodeError) as error:
+        raise SystemExit(f"{path}: cannot read it ({error})") from None
 
 
 def main(argv=None):

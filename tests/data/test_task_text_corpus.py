@@ -36,7 +36,7 @@ def test_writes_shuffled_copies_in_documents_without_labels(tmp_path):
     assert "\t" not in output.read_text(encoding="utf-8")
 
 
-def test_a_missing_column_is_one_line(tmp_path):
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     with pytest.raises(SystemExit, match="no column 'text'"):
         main(
             [
@@ -48,3 +48,11 @@ def test_a_missing_column_is_one_line(tmp_path):
                 str(tmp_path / "x"),
             ]
         )
+    missing = tmp_path / "missing.tsv"
+    with pytest.raises(SystemExit, match=f"{missing}: cannot read it"):
+        main(["--tsv", str(missing), "--output", str(tmp_path / "x")])
+    latin1 = tmp_path / "latin1.tsv"
+    latin1.write_bytes("sentence\tlabel\ncaf\xe9\t1\n".encode("latin-1"))
+    with pytest.raises(SystemExit, match=f"{latin1}: cannot read it"):
+        main(["--tsv", str(latin1), "--output", str(tmp_path / "x")])
+    assert not (tmp_path / "x").exists()
