@@ -33,7 +33,7 @@ from electra_tf.finetuning.tagging_run import (
     load_tagging_data,
     run_tagging,
 )
-from electra_tf.models.text_classifier import preset_hidden_dim
+from electra_tf.models.text_classifier import preset_architecture
 from electra_tf.presets import get_preset
 
 logger = logging.getLogger(__name__)
@@ -121,10 +121,16 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             "pre-training demo exports it there), or pass --pretrained none"
         )
     else:
-        hidden_dim = preset_hidden_dim(pretrained)
+        architecture = preset_architecture(pretrained)
+        hidden_dim = architecture["hidden_dim"]
     # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
     jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
     size, config = resolve_finetuning_config(flags, hidden_dim, jit_compile=jit_compile)
+    if pretrained is not None and config.reinit_layers > architecture["num_layers"]:
+        raise ConfigError(
+            f"reinit_layers is {config.reinit_layers}, but {pretrained} has "
+            f"{architecture['num_layers']} transformer layers"
+        )
     logger.info("%s recipe for %s: %s", size, name, config.to_dict())
     output_dir = flags.output_dir or os.path.join("runs", "finetune", name)
     run_info = {"pretrained": pretrained or "none", "data": data_source, "recipe": size}

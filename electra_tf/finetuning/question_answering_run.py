@@ -59,7 +59,7 @@ from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
-from electra_tf.models.text_classifier import preset_hidden_dim
+from electra_tf.models.text_classifier import preset_architecture
 from electra_tf.presets import get_preset
 
 # `finetune/run.py --task ...` names of the two SQuAD versions.
@@ -461,7 +461,7 @@ def finetune_squad(
             raise ValueError("a randomly initialised model needs a model config")
         hidden_dim = model_config.hidden_dim
     else:
-        hidden_dim = preset_hidden_dim(pretrained)
+        hidden_dim = preset_architecture(pretrained)["hidden_dim"]
     size, config = recipe_for(hidden_dim)
     config = config.override(**(overrides or {}))
     logger.info("%s recipe for squad%d: %s", size, version, config.to_dict())

@@ -132,7 +132,7 @@ def build_classifier(
             only; a preset records its own).
     """
     if pretrained is not None:
-        return ElectraTextClassifier.from_preset(
+        classifier = ElectraTextClassifier.from_preset(
             pretrained,
             num_classes=task.num_classes,
             sequence_length=config.max_seq_length,
@@ -140,6 +140,10 @@ def build_classifier(
             pooling=config.pooling,
             encoder_dropout=config.encoder_dropout,
         )
+        classifier.backbone.reinitialize_top_layers(
+            config.reinit_layers, ModelConfig.initializer_range
+        )
+        return classifier
     encoder, tokenizer = random_encoder(
         model_config, vocabulary, "classifier", config.encoder_dropout
     )

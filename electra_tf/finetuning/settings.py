@@ -60,6 +60,13 @@ class FinetuningConfig(_Config):
     # What the classifier's head reads: "cls" (the original's [CLS] state) or
     # "mean" (the mean final state over the unpadded tokens).
     pooling: str = "cls"
+    # Re-initialise this many of a pre-trained encoder's top transformer
+    # blocks before fine-tuning (0: none; all of them: only the embeddings are
+    # transferred), with BERT's initialiser (truncated normal, 0.02) whatever
+    # the pre-training's initializer_range was. For few labels (Zhang et al.,
+    # 2021), and to tell what pre-training left in the embeddings from what it
+    # left in the blocks (BENCHMARKS.md section 16).
+    reinit_layers: int = 0
     # Also train on MRPC and STS-B pairs with their sentences swapped.
     swap_pairs: bool = True
     # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
@@ -76,8 +83,9 @@ class FinetuningConfig(_Config):
         for name in ("batch_size", "eval_batch_size", "max_seq_length"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.epochs < 0:
-            raise ConfigError(f"epochs must be >= 0, got {self.epochs}")
+        for name in ("epochs", "reinit_layers"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
         if self.pooling not in POOLINGS:
             raise ConfigError(

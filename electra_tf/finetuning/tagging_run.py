@@ -99,13 +99,17 @@ def build_token_classifier(
     """A tagger: from a keras-hub preset, or randomly initialised with
     `model_config` and `vocabulary` (as `run.build_classifier`)."""
     if pretrained is not None:
-        return ElectraTokenClassifier.from_preset(
+        tagger = ElectraTokenClassifier.from_preset(
             pretrained,
             tags=list(tags),
             sequence_length=config.max_seq_length,
             dropout=config.head_dropout,
             encoder_dropout=config.encoder_dropout,
         )
+        tagger.backbone.reinitialize_top_layers(
+            config.reinit_layers, ModelConfig.initializer_range
+        )
+        return tagger
     encoder, tokenizer = random_encoder(
         model_config, vocabulary, "tagger", config.encoder_dropout
     )

@@ -223,6 +223,31 @@ class ElectraEncoder(keras_hub.models.Backbone):
             "initializer_range": self.initializer_range,
         }
 
+    def reinitialize_top_layers(self, count: int, stddev: float) -> None:
+        """Draws the top `count` transformer blocks' weights afresh.
+
+        Kernels from a truncated normal of `stddev`, biases 0, LayerNorms the
+        identity: what a new block of the same shape starts from. Fine-tuning
+        from a pre-trained encoder with its top blocks re-initialised (Zhang et
+        al., 2021, "Revisiting Few-sample BERT Fine-tuning") keeps the lower,
+        general layers and drops the ones specialised to the pre-training
+        task; `count == num_layers` keeps only the embeddings.
+
+        Raises:
+            ValueError: `count` outside [0, num_layers].
+        """
+        if not 0 <= count <= self.num_layers:
+            raise ValueError(
+                f"can re-initialise 0 to {self.num_layers} layers, got {count}"
+            )
+        for layer in self.transformer_layers[self.num_layers - count :]:
+            fresh = ElectraTransformerLayer.from_config(
+                {**layer.get_config(), "kernel_initializer": truncated_normal(stddev)}
+            )
+            fresh.build((None, None, self.hidden_dim))
+            # Same class and config: the same weights in the same order.
+            layer.set_weights(fresh.get_weights())
+
     @classmethod
     def discriminator_from_config(
         cls, config, dtype=None, name="discriminator_encoder"

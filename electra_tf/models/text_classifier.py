@@ -37,14 +37,15 @@ def _checked_preset(preset) -> str:
     return preset
 
 
-def preset_hidden_dim(preset) -> int:
-    """The hidden width of a keras-hub preset's encoder, read from its config.
+def preset_architecture(preset) -> dict:
+    """A keras-hub preset's backbone config (`hidden_dim`, `num_layers`, ...),
+    read without building the model.
 
     Raises:
         PretrainedModelError: a local directory that is not a preset.
     """
     config = preset_utils.load_json(_checked_preset(preset), preset_utils.CONFIG_FILE)
-    return int(config["config"]["hidden_dim"])
+    return config["config"]
 
 
 def preset_encoder(preset, load_weights=True, dtype=None, dropout=None):

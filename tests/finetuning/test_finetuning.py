@@ -25,6 +25,7 @@ from electra_tf.finetuning.settings import (
     FinetuningConfig,
     recipe_for_width,
 )
+from electra_tf.finetuning.tagging_run import build_token_classifier
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE
@@ -68,6 +69,9 @@ def test_recipe():
     assert config.pooling == "cls"  # the original's head
     with pytest.raises(ConfigError, match="pooling must be one of"):
         config.override(pooling="max")
+    assert config.reinit_layers == 0  # the whole encoder is transferred
+    with pytest.raises(ConfigError, match="reinit_layers must be >= 0"):
+        config.override(reinit_layers=-1)
 
 
 def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
@@ -80,6 +84,42 @@ def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
     )
     assert classifier.backbone.dropout == 0.25
     assert classifier.pooling == "mean"
+
+
+def _saved_preset(path):
+    """A tiny encoder saved as a keras-hub preset, every weight set to 0.5 so
+    that a re-drawn weight cannot be mistaken for a loaded one."""
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.encoder import ElectraEncoder
+
+    encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())
+    encoder.set_weights([np.full(w.shape, 0.5, "float32") for w in encoder.weights])
+    save_keras_hub_preset(encoder, Vocabulary(tuple(VOCABULARY)), str(path))
+    return path
+
+
+def test_reinit_layers_redraws_only_the_top_blocks(tmp_path):
+    preset = _saved_preset(tmp_path / "discriminator")
+    config = FinetuningConfig(max_seq_length=32, reinit_layers=1)
+    classifier = build_classifier(get_task("sst2"), config, str(preset))
+    for weight in classifier.backbone.weights:
+        value = keras.ops.convert_to_numpy(weight)
+        if not weight.path.startswith("transformer_layer_1/"):
+            np.testing.assert_array_equal(value, 0.5, err_msg=weight.path)
+        elif weight.path.endswith("gamma"):
+            np.testing.assert_array_equal(value, 1.0, err_msg=weight.path)
+        elif weight.path.endswith(("beta", "bias")):
+            np.testing.assert_array_equal(value, 0.0, err_msg=weight.path)
+        else:  # kernels: BERT's truncated normal, whatever the preset's range
+            assert 0.01 < value.std() < 0.03 and abs(value.mean()) < 0.01, weight.path
+    assert classifier.backbone.transformer_layers[0].get_weights()[0].std() == 0.0
+    # The tagger reads the same setting.
+    tagger = build_token_classifier(
+        ["DET", "NOUN"], config.override(reinit_layers=2), str(preset)
+    )
+    for layer in tagger.backbone.transformer_layers:
+        assert 0.01 < layer.get_weights()[0].std() < 0.03
+    np.testing.assert_array_equal(tagger.backbone.token_embedding.get_weights()[0], 0.5)
 
 
 def test_optimizer_follows_the_recipe():
@@ -298,6 +338,21 @@ def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
         cli, capsys, "--pretrained", str(preset), "--data-dir", str(GLUE_DIR)
     )
     assert "the tokenizer has 150 tokens but the model's embedding has 200" in message
+
+
+def test_cli_rejects_more_reinit_layers_than_the_encoder_has(cli, capsys, tmp_path):
+    preset = _saved_preset(tmp_path / "discriminator")
+    message = _error(
+        cli,
+        capsys,
+        "--pretrained",
+        str(preset),
+        "--data-dir",
+        str(GLUE_DIR),
+        "--hparams",
+        '{"reinit_layers": 3}',
+    )
+    assert f"reinit_layers is 3, but {preset} has 2 transformer layers" in message
 
 
 def test_cli_own_files_and_tagging_bad_inputs(cli, capsys, tmp_path):
