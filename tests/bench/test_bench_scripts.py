@@ -31,6 +31,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.pretraining_dynamics", ["--study", "--warmups"]),
         ("studies.attention_probe", ["--tower", "--batches"]),
         ("studies.feature_probe", ["--pretrained", "--task-dir"]),
+        ("studies.shuffled_embeddings", ["--pretrained", "--output", "--seed"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
@@ -53,6 +54,18 @@ def test_help_lists_the_flags(module, flags):
     for flag in flags:
         assert flag in result.stdout
     assert "heavy: []" in result.stdout
+
+
+def test_shuffled_embeddings_move_every_ordinary_row_and_no_special_one():
+    from bench.studies.shuffled_embeddings import shuffled_rows
+
+    keep = [0, 100, 101, 102, 103]  # BERT's [PAD], [UNK], [CLS], [SEP], [MASK]
+    order = shuffled_rows(1000, keep, seed=0)
+    assert sorted(order) == list(range(1000))
+    assert order[keep].tolist() == keep
+    moved = np.setdiff1d(np.arange(1000), keep)
+    assert (order[moved] != moved).mean() > 0.99  # a few may land in place
+    np.testing.assert_array_equal(order, shuffled_rows(1000, keep, seed=0))
 
 
 def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
