@@ -95,9 +95,12 @@ def main(argv=None):
     args = parse_args(argv)
     import keras_hub
 
+    from bench.preset_argument import preset_or_exit
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import SPECIAL_TOKENS
 
+    for preset in args.pretrained:  # all of them before the first is read
+        preset_or_exit(preset)
     report = {"run": run_info(__file__), "presets": {}}
     for preset in args.pretrained:
         backbone = keras_hub.models.ElectraBackbone.from_preset(preset)

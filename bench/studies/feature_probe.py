@@ -129,9 +129,11 @@ def main(argv=None):
     import keras
     from sklearn.linear_model import LogisticRegression
 
+    from bench.preset_argument import preset_or_exit
     from bench.run_info import run_info
     from electra_tf.models.text_classifier import ElectraTextClassifier
 
+    preset_or_exit(args.pretrained)
     train_x, train_y = read_split(os.path.join(args.task_dir, "train.tsv"))
     dev_x, dev_y = read_split(os.path.join(args.task_dir, "dev.tsv"))
     majority = max(np.mean(dev_y), 1 - np.mean(dev_y))

@@ -48,8 +48,10 @@ def main(argv=None):
     args = parse_args(argv)
     import keras_hub
 
+    from bench.preset_argument import preset_or_exit
     from electra_tf.data.vocabulary import SPECIAL_TOKENS
 
+    preset_or_exit(args.pretrained)
     if os.path.exists(args.output):
         raise SystemExit(f"error: {args.output} exists; choose a new --output")
     backbone = keras_hub.models.ElectraBackbone.from_preset(args.pretrained)

@@ -69,6 +69,14 @@ def test_shuffled_embeddings_move_every_ordinary_row_and_no_special_one():
     np.testing.assert_array_equal(order, shuffled_rows(1000, keep, seed=0))
 
 
+def test_a_preset_argument_that_is_not_a_preset_is_one_line(tmp_path):
+    from bench.preset_argument import preset_or_exit
+
+    (tmp_path / "config.json").write_text("{}")  # no tokenizer.json
+    with pytest.raises(SystemExit, match=r"^error: --pretrained: .*tokenizer.json"):
+        preset_or_exit(str(tmp_path))
+
+
 def test_embedding_pairs_centre_then_compare_and_skip_unknown_words():
     from bench.studies.embedding_pairs import centred_unit_rows, pair_cosines
 
