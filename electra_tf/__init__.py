@@ -20,6 +20,19 @@ The folders hold the rest: `models/`, `pretraining/`, `finetuning/`, `data/`,
 `export/`, `conversion/`, `optimization/`.
 """
 
+import os
+
+# TensorFlow's best-fit pool (BFC, its GPU allocator) for CPU tensors instead
+# of malloc per tensor. With malloc, a step's large buffers are mapped and
+# unmapped by the kernel every step: on 2 AVX2-only EPYC cores a quarter of the
+# demo's CPU time went to the kernel, and the pool makes its step 1.4-1.8x as
+# fast with bit-identical numbers (BENCHMARKS.md section 1). TensorFlow reads
+# the variable when it creates the CPU device, so it is set on import, before
+# any op runs; a value the user set is kept ("false": malloc). The pool grows
+# as needed (up to TF_CPU_BFC_MEM_LIMIT_IN_MB, 64 GiB by default) and keeps
+# what it took until the process ends.
+os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+
 from electra_tf.config import (
     ModelConfig,
     OptimizerConfig,
