@@ -1,4 +1,5 @@
-"""Shared test helpers: tiny batches and models, the special-token ids, TF1 names."""
+"""Shared test helpers: tiny batches, models and TFRecords, the special-token ids, TF1
+names."""
 
 import os
 
@@ -106,3 +107,20 @@ def write_tf1_checkpoint(tensors, prefix, step):
             return tf.compat.v1.train.Saver().save(
                 session, str(prefix), global_step=step
             )
+
+
+def write_pretraining_records(path, count, length, start=0):
+    """`count` TFRecords of pre-training examples; every id of record i is start + i."""
+    import tensorflow as tf
+
+    from electra_tf.data.tfrecord_format import serialize_examples
+
+    ids = np.repeat(np.arange(start, start + count)[:, None], length, axis=1)
+    features = {
+        "input_ids": ids,
+        "input_mask": np.ones_like(ids),
+        "segment_ids": np.zeros_like(ids),
+    }
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for record in serialize_examples(features):
+            writer.write(record)

@@ -84,6 +84,13 @@ def _datasets(
         )
         if is_training and skip_batches:
             dataset = dataset.skip(skip_batches)
+        if not is_training:
+            # Every evaluation reads the same first `eval_steps` batches: kept
+            # in memory after the first, later evaluations start no file
+            # readers. Dropping a fresh reader's iterator after each
+            # evaluation stalled Keras' `fit` for ~10 s in every other epoch
+            # on 2 CPU cores (BENCHMARKS.md section 1).
+            dataset = dataset.take(training.eval_steps).cache()
         return dataset
 
     def make_for_strategy(pattern, is_training):

@@ -23,6 +23,7 @@ from electra_tf.data.input_pipeline import (
 from electra_tf.data.tfrecord_format import FEATURE_NAMES, serialize_examples
 from electra_tf.data.tfrecord_writer import build_pretraining_data
 from electra_tf.data.vocabulary import Vocabulary
+from tests.helpers import write_pretraining_records
 
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
@@ -31,16 +32,7 @@ INPUTS = {"token_ids", "segment_ids", "padding_mask"}
 
 
 def _write(path, count, length=L, start=0):
-    """`count` records; record i has every input_ids value equal to start + i."""
-    ids = np.repeat(np.arange(start, start + count)[:, None], length, axis=1)
-    features = {
-        "input_ids": ids,
-        "input_mask": np.ones_like(ids),
-        "segment_ids": np.zeros_like(ids),
-    }
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for record in serialize_examples(features):
-            writer.write(record)
+    write_pretraining_records(path, count, length, start)
 
 
 @pytest.fixture(scope="module")
