@@ -26,6 +26,7 @@ from electra_tf.data.tfrecord_writer import (
 )
 from electra_tf.data.vocabulary import (
     BUNDLED_VOCABULARY,
+    DEMO_VOCABULARY,
     Vocabulary,
     learn_vocabulary,
 )
@@ -70,9 +71,10 @@ def prepare_pretraining_data(
     With `data`: the vocabulary is `vocab` or the `vocab.txt` beside the shards,
     and held-out data are `eval_data` or the `eval-*` shards beside them, if any.
     Without: unless `work_dir/data/stats.json` shows an earlier build, the
-    vocabulary is read from `vocab` or learned from `corpus` (default: the demo
-    corpus; `learn_vocab_size` tokens, written to `work_dir/vocab.txt`) and
-    `corpus` is built into `work_dir/data` by `build_corpus_data` (whole
+    vocabulary is read from `vocab` or learned from `corpus` (`learn_vocab_size`
+    tokens, written to `work_dir/vocab.txt`; with neither, the demo corpus and
+    the vocabulary learned from it, `DEMO_VOCABULARY`) and `corpus` is built
+    into `work_dir/data` by `build_corpus_data` (whole
     documents held out by `eval_fraction`; `build` holds its other arguments,
     e.g. `num_shards`, `num_processes`, `progress`). Either way the data's
     `stats.json`, when there is one, must match `max_seq_length` and the
@@ -91,6 +93,8 @@ def prepare_pretraining_data(
             eval_data = beside
     else:
         data_dir = os.path.join(work_dir, "data")
+        if not corpus and not vocab:
+            vocab = vocab_path = DEMO_VOCABULARY
         corpus = list(corpus) or [DEMO_CORPUS]
         if not tf.io.gfile.exists(os.path.join(data_dir, STATS_FILE)):
             if not vocab:

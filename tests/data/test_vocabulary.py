@@ -9,8 +9,10 @@ import pytest
 import tensorflow as tf
 
 import electra_tf.data.vocabulary
-from electra_tf.data.corpus import CorpusError
+from electra_tf.data.corpus import DEMO_CORPUS, CorpusError
+from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import (
+    DEMO_VOCABULARY,
     SPECIAL_TOKENS,
     Vocabulary,
     VocabularyError,
@@ -110,6 +112,24 @@ def test_learned_vocabulary(tmp_path):
     lines = [line for line in CORPUS.read_text().splitlines() if line.strip()]
     ids = vocabulary.tokenizer().tokenize(lines)
     assert vocabulary.unk_id not in {i for sentence in ids for i in sentence}
+
+
+@pytest.mark.slow
+def test_the_demo_vocabulary_is_the_one_learned_from_the_demo_corpus(tmp_path):
+    learned = learn_vocabulary([DEMO_CORPUS], 8192, tmp_path / "vocab.txt")
+    assert learned.tokens == Vocabulary.from_file(DEMO_VOCABULARY).tokens
+
+
+def test_the_demo_builds_with_the_demo_vocabulary_and_learns_none(tmp_path, caplog):
+    with caplog.at_level("INFO"):
+        data = prepare_pretraining_data(str(tmp_path), 64, num_shards=1)
+    assert data.vocabulary.path == DEMO_VOCABULARY
+    assert data.vocabulary.size == 4691
+    assert "Learning" not in caplog.text
+    assert not (tmp_path / "vocab.txt").exists()
+    # The data record that vocabulary: a run with it resumes on them.
+    built = Vocabulary.from_file(tmp_path / "data" / "vocab.txt")
+    assert built.tokens == data.vocabulary.tokens
 
 
 def test_learning_errors(tmp_path):
