@@ -43,8 +43,9 @@ def parse_args(argv=None):
         "from without --data. Default: the demo corpus in electra_tf/assets.")
     add("--vocab", help="WordPiece vocab.txt, e.g. electra_tf/assets/vocab.txt "
         "(BERT uncased). Default: the vocab.txt next to --data; with --corpus, "
-        "one learned from it (--learn-vocab-size); with neither, the one "
-        "learned from the demo corpus, electra_tf/assets/demo_vocab.txt.")
+        "one learned from it (--learn-vocab-size); with neither, the demo "
+        "corpus' (at the default size and casing the one shipped as "
+        "electra_tf/assets/demo_vocab.txt, without relearning it).")
     add("--learn-vocab-size", type=int, default=8192,
         help="Size of the vocabulary learned from --corpus without --vocab.")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")

@@ -27,6 +27,7 @@ from electra_tf.data.tfrecord_writer import (
 from electra_tf.data.vocabulary import (
     BUNDLED_VOCABULARY,
     DEMO_VOCABULARY,
+    DEMO_VOCABULARY_REQUEST,
     Vocabulary,
     learn_vocabulary,
 )
@@ -72,8 +73,9 @@ def prepare_pretraining_data(
     and held-out data are `eval_data` or the `eval-*` shards beside them, if any.
     Without: unless `work_dir/data/stats.json` shows an earlier build, the
     vocabulary is read from `vocab` or learned from `corpus` (`learn_vocab_size`
-    tokens, written to `work_dir/vocab.txt`; with neither, the demo corpus and
-    the vocabulary learned from it, `DEMO_VOCABULARY`) and `corpus` is built
+    tokens, written to `work_dir/vocab.txt`; with neither, the demo corpus, and
+    for the default size and casing the shipped `DEMO_VOCABULARY` that
+    learning would give) and `corpus` is built
     into `work_dir/data` by `build_corpus_data` (whole
     documents held out by `eval_fraction`; `build` holds its other arguments,
     e.g. `num_shards`, `num_processes`, `progress`). Either way the data's
@@ -93,7 +95,14 @@ def prepare_pretraining_data(
             eval_data = beside
     else:
         data_dir = os.path.join(work_dir, "data")
-        if not corpus and not vocab:
+        # The shipped result of learning exactly what would be learned here.
+        if (
+            not corpus
+            and not vocab
+            and learn_vocab_size == DEMO_VOCABULARY_REQUEST
+            and lowercase
+            and build.get("strip_accents", True)
+        ):
             vocab = vocab_path = DEMO_VOCABULARY
         corpus = list(corpus) or [DEMO_CORPUS]
         if not tf.io.gfile.exists(os.path.join(data_dir, STATS_FILE)):

@@ -8,11 +8,13 @@ import keras_hub
 import pytest
 import tensorflow as tf
 
+import electra_tf.data.preparation
 import electra_tf.data.vocabulary
 from electra_tf.data.corpus import DEMO_CORPUS, CorpusError
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import (
     DEMO_VOCABULARY,
+    DEMO_VOCABULARY_REQUEST,
     SPECIAL_TOKENS,
     Vocabulary,
     VocabularyError,
@@ -116,7 +118,9 @@ def test_learned_vocabulary(tmp_path):
 
 @pytest.mark.slow
 def test_the_demo_vocabulary_is_the_one_learned_from_the_demo_corpus(tmp_path):
-    learned = learn_vocabulary([DEMO_CORPUS], 8192, tmp_path / "vocab.txt")
+    learned = learn_vocabulary(
+        [DEMO_CORPUS], DEMO_VOCABULARY_REQUEST, tmp_path / "vocab.txt"
+    )
     assert learned.tokens == Vocabulary.from_file(DEMO_VOCABULARY).tokens
 
 
@@ -130,6 +134,23 @@ def test_the_demo_builds_with_the_demo_vocabulary_and_learns_none(tmp_path, capl
     # The data record that vocabulary: a run with it resumes on them.
     built = Vocabulary.from_file(tmp_path / "data" / "vocab.txt")
     assert built.tokens == data.vocabulary.tokens
+
+
+@pytest.mark.parametrize(
+    "asked", [{"learn_vocab_size": 400}, {"lowercase": False}], ids=["size", "cased"]
+)
+def test_another_demo_vocabulary_is_learned(tmp_path, monkeypatch, asked):
+    learned = []
+
+    def learn(inputs, size, path, lowercase=True, strip_accents=True):
+        learned.append((inputs, size, lowercase))
+        raise VocabularyError("stop here")
+
+    monkeypatch.setattr(electra_tf.data.preparation, "learn_vocabulary", learn)
+    with pytest.raises(VocabularyError, match="stop here"):
+        prepare_pretraining_data(str(tmp_path), 64, num_shards=1, **asked)
+    expected = (asked.get("learn_vocab_size", 8192), asked.get("lowercase", True))
+    assert [(size, lowercase) for _, size, lowercase in learned] == [expected]
 
 
 def test_learning_errors(tmp_path):
