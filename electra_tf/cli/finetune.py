@@ -87,9 +87,11 @@ def parse_args(argv=None):
         "true}'. Unknown keys are an error.")
     add = parser.add_argument_group(
         "random initialisation (--pretrained none)").add_argument
-    add("--preset", default="tiny", help="Model size to build (default: tiny).")
-    add("--vocab", default=FinetuningFlags.vocab,
-        help="WordPiece vocab.txt (default: the bundled BERT uncased one).")
+    add("--preset", default="tiny", help="Model size to build (default: tiny), "
+        "or a keras-hub preset directory such as a pre-training export: its "
+        "architecture, freshly initialised (the same model without pre-training).")
+    add("--vocab", help="WordPiece vocab.txt (default: the --preset directory's "
+        "own, else the bundled BERT uncased one).")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
     parser.add_argument("--jit", default="auto", choices=["auto", "on", "off"],
         help="XLA; auto = on GPUs and TPUs only.")

@@ -13,7 +13,6 @@ import logging
 import os
 
 from electra_tf.config import ConfigError
-from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.finetuning.custom_data import load_custom_data
 from electra_tf.finetuning.glue_readers import GlueExamples
@@ -25,6 +24,7 @@ from electra_tf.finetuning.settings import (
     DEMO_TAGGING,
     FinetuningFlags,
     parse_seeds,
+    random_init_model,
     refuse_train_examples,
     resolve_finetuning_config,
 )
@@ -34,7 +34,6 @@ from electra_tf.finetuning.tagging_run import (
     run_tagging,
 )
 from electra_tf.models.text_classifier import preset_architecture
-from electra_tf.presets import get_preset
 
 logger = logging.getLogger(__name__)
 
@@ -110,10 +109,7 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
     model_config = vocabulary = None
     if pretrained is None:
-        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
-        model_config = get_preset(flags.preset).model.override(
-            vocabulary_size=vocabulary.size
-        )
+        model_config, vocabulary = random_init_model(flags)
         hidden_dim = model_config.hidden_dim
     elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
         raise ConfigError(

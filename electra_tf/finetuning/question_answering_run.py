@@ -44,6 +44,7 @@ from electra_tf.finetuning.settings import (
     DEMO_PRETRAINED,
     FinetuningFlags,
     parse_seeds,
+    random_init_model,
     recipe_for_width,
     refuse_train_examples,
 )
@@ -60,7 +61,6 @@ from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
 from electra_tf.models.text_classifier import preset_architecture
-from electra_tf.presets import get_preset
 
 # `finetune/run.py --task ...` names of the two SQuAD versions.
 SQUAD_TASKS = {"squad1": 1, "squad2": 2}
@@ -513,10 +513,7 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
         )
     model_config = vocabulary = None
     if pretrained is None:
-        vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
-        model_config = get_preset(flags.preset).model.override(
-            vocabulary_size=vocabulary.size
-        )
+        model_config, vocabulary = random_init_model(flags)
     from_flags = {
         "epochs": flags.epochs,
         "batch_size": flags.batch_size,

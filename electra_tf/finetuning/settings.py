@@ -10,8 +10,14 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from electra_tf.config import ConfigError, _Config, parse_hparams
-from electra_tf.models.text_classifier import POOLINGS
+from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
+from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+from electra_tf.models.text_classifier import (
+    POOLINGS,
+    preset_architecture,
+    preset_vocabulary,
+)
+from electra_tf.presets import PRESETS, get_preset
 
 # The pre-training demo's export, which the fine-tuning demo starts from.
 DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
@@ -20,7 +26,6 @@ _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
 # The tagging demo: the first sentences of the Brown POS task, CoNLL layout.
 DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
-BUNDLED_VOCABULARY = os.path.join(_ASSETS, "vocab.txt")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,9 +159,11 @@ class FinetuningFlags:
     layerwise_decay: float | None = None
     # A JSON object (or dict) of FinetuningConfig fields.
     hparams: str | dict = "{}"
-    # Random initialisation only: the model size and its vocabulary.
+    # Random initialisation only: the model size (a preset name, or a keras-hub
+    # preset directory whose architecture to rebuild) and its vocabulary (None:
+    # that directory's own, else the bundled BERT uncased one).
     preset: str = "tiny"
-    vocab: str = BUNDLED_VOCABULARY
+    vocab: str | None = None
     lowercase: bool = True
     jit: str = "auto"
 
@@ -172,6 +179,48 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds:
         raise ConfigError("--seeds is empty")
     return seeds
+
+
+def random_init_model(flags: FinetuningFlags) -> tuple[ModelConfig, Vocabulary]:
+    """The architecture and vocabulary of a randomly initialised encoder
+    (`--pretrained none`), from `--preset`, `--vocab` and `--no-lowercase`.
+
+    `--preset` is one of ours (`tiny`, `small`, ...) or a keras-hub preset
+    directory, such as a pre-training export: then its architecture is rebuilt
+    with fresh weights and, without `--vocab`, its own vocabulary and casing,
+    so that the baseline is exactly the pre-trained model without its
+    pre-training. Initialisation is BERT's (`ModelConfig.initializer_range`)
+    whatever the preset's pre-training used.
+
+    Raises:
+        ConfigError: an unknown preset name.
+        PretrainedModelError: a directory that is not a keras-hub preset.
+        VocabularyError: a missing or unreadable `--vocab`.
+    """
+    if flags.preset in PRESETS:
+        model_config = get_preset(flags.preset).model
+        vocabulary = Vocabulary.from_file(
+            flags.vocab or BUNDLED_VOCABULARY, flags.lowercase
+        )
+    elif os.path.isdir(flags.preset):
+        architecture = preset_architecture(flags.preset)
+        model_config = ModelConfig(
+            **{
+                field.name: architecture[field.name]
+                for field in dataclasses.fields(ModelConfig)
+                if field.name in architecture
+            }
+        )
+        if flags.vocab:
+            vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
+        else:
+            vocabulary = preset_vocabulary(flags.preset)
+    else:
+        raise ConfigError(
+            f"--preset {flags.preset!r} is neither one of {', '.join(PRESETS)} "
+            "nor a keras-hub preset directory"
+        )
+    return model_config.override(vocabulary_size=vocabulary.size), vocabulary
 
 
 def refuse_train_examples(flags: FinetuningFlags) -> None:

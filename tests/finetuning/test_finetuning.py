@@ -1,5 +1,6 @@
 """The fine-tuning run (library and command line) on the GLUE fixtures."""
 
+import dataclasses
 import json
 import pathlib
 import shutil
@@ -23,6 +24,8 @@ from electra_tf.finetuning.run import (
 from electra_tf.finetuning.settings import (
     RECIPES,
     FinetuningConfig,
+    FinetuningFlags,
+    random_init_model,
     recipe_for_width,
 )
 from electra_tf.finetuning.tagging_run import build_token_classifier
@@ -96,6 +99,56 @@ def _saved_preset(path):
     encoder.set_weights([np.full(w.shape, 0.5, "float32") for w in encoder.weights])
     save_keras_hub_preset(encoder, Vocabulary(tuple(VOCABULARY)), str(path))
     return path
+
+
+def test_random_init_rebuilds_a_preset_directory_without_its_weights(tmp_path):
+    # `--pretrained none --preset <export>`: the same model, not pre-trained.
+    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.text_classifier import PretrainedModelError
+
+    architecture = dict(num_layers=3, hidden_dim=48, embedding_dim=24, num_heads=3)
+    encoder = ElectraEncoder.discriminator_from_config(
+        tiny_model_config().override(**architecture, intermediate_dim=96)
+    )
+    encoder.set_weights([np.full(w.shape, 0.5, "float32") for w in encoder.weights])
+    # keras-hub's learner writes a " " token (the demo vocabulary has one);
+    # keras-hub's own loader would strip it to an empty token.
+    cased = Vocabulary(tuple(VOCABULARY[:-1] + [" "]), lowercase=False)
+    save_keras_hub_preset(encoder, cased, str(tmp_path / "export"))
+
+    flags = FinetuningFlags(pretrained="none", preset=str(tmp_path / "export"))
+    model_config, vocabulary = random_init_model(flags)
+    assert {k: getattr(model_config, k) for k in architecture} == architecture
+    assert model_config.intermediate_dim == 96
+    assert model_config.max_sequence_length == 32
+    assert model_config.vocabulary_size == TINY_VOCABULARY_SIZE
+    assert model_config.initializer_range == 0.02  # BERT's, not the preset's
+    assert vocabulary.tokens == cased.tokens and not vocabulary.lowercase
+    classifier = build_classifier(
+        get_task("sst2"),
+        FinetuningConfig(max_seq_length=32),
+        model_config=model_config,
+        vocabulary=vocabulary,
+    )
+    kernels = [w for w in classifier.backbone.weights if len(w.shape) == 2]
+    assert kernels and all(not np.any(w.numpy() == 0.5) for w in kernels)
+
+    # --vocab replaces the directory's vocabulary, with --no-lowercase's casing.
+    other = tmp_path / "vocab.txt"
+    other.write_text("\n".join(VOCABULARY[:150]) + "\n")
+    _, vocabulary = random_init_model(
+        dataclasses.replace(flags, vocab=str(other), lowercase=True)
+    )
+    assert vocabulary.size == 150 and vocabulary.lowercase
+    # A size of ours still means that size, with the bundled vocabulary.
+    model_config, vocabulary = random_init_model(FinetuningFlags(preset="tiny"))
+    assert model_config.hidden_dim == 64 and vocabulary.size == 30522
+    with pytest.raises(ConfigError, match="--preset 'huge' is neither one of tiny"):
+        random_init_model(FinetuningFlags(preset="huge"))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PretrainedModelError, match="config.json is missing"):
+        random_init_model(FinetuningFlags(preset=str(tmp_path / "empty")))
 
 
 def test_reinit_layers_redraws_only_the_top_blocks(tmp_path):
@@ -307,6 +360,8 @@ def test_cli_bad_flags(cli, capsys):
         cli, capsys, "--pretrained", "missing/preset", "--data-dir", str(GLUE_DIR)
     )
     assert "missing/preset is not a keras-hub preset directory" in message
+    message = _error(cli, capsys, *glue, "--preset", "huge")
+    assert "--preset 'huge' is neither one of tiny" in message
 
 
 def test_cli_bad_data(cli, capsys, tmp_path):
