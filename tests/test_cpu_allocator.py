@@ -4,7 +4,8 @@ import os
 import subprocess
 import sys
 
-# Only the BFC allocator keeps statistics: with malloc, get_memory_info raises.
+# Only the BFC allocator keeps statistics: with malloc, get_memory_info raises
+# on some machines and reports zeros on others (an AVX-512 EPYC, same wheel).
 PROBE = """
 import electra_tf, tensorflow as tf
 tf.constant([1.0, 2.0]) * 2.0
@@ -26,5 +27,7 @@ def test_import_selects_the_bfc_cpu_allocator_unless_the_user_chose():
     assert int(pooled.stdout.split()[-1]) > 0
     # A user's own setting wins: malloc, which has no statistics.
     malloc = _probe(TF_CPU_ALLOCATOR_USE_BFC="false")
-    assert malloc.returncode != 0
-    assert "Allocator stats not available" in malloc.stderr
+    if malloc.returncode == 0:
+        assert int(malloc.stdout.split()[-1]) == 0
+    else:
+        assert "Allocator stats not available" in malloc.stderr
