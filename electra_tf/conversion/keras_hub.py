@@ -20,6 +20,8 @@ import tempfile
 import keras_hub
 import numpy as np
 import tensorflow as tf
+from keras_hub.src.tokenizers.word_piece_tokenizer import VOCAB_FILENAME
+from keras_hub.src.utils import preset_utils
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.errors import ConversionError
@@ -165,6 +167,22 @@ def _copy_tree(source: str, destination: str) -> None:
                 f"{target}/{name}",
                 overwrite=True,
             )
+
+
+def preset_vocabulary(preset) -> Vocabulary:
+    """The WordPiece vocabulary and casing of a keras-hub ELECTRA preset (a
+    directory or a preset name), read from the file `save_keras_hub_preset`
+    writes: keras-hub's own loader strips each line, which turns a learned
+    vocabulary's whitespace token (`" "`) into an empty one.
+
+    The caller checks that `preset` is a preset (`load_keras_hub_preset`,
+    `preset_architecture`); a missing file here is keras-hub's error.
+    """
+    path = preset_utils.get_file(
+        preset, f"{preset_utils.TOKENIZER_ASSET_DIR}/{VOCAB_FILENAME}"
+    )
+    tokenizer = preset_utils.load_json(preset, preset_utils.TOKENIZER_CONFIG_FILE)
+    return Vocabulary.from_file(path, tokenizer["config"]["lowercase"])
 
 
 def load_keras_hub_preset(preset, dtype=None) -> ElectraEncoder:

@@ -6,11 +6,10 @@ import os
 
 import keras
 import keras_hub
-from keras_hub.src.tokenizers.word_piece_tokenizer import VOCAB_FILENAME
 from keras_hub.src.utils import preset_utils
 
 from electra_tf.conversion.keras_hub import encoder_from_keras_hub
-from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ElectraError
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
@@ -47,22 +46,6 @@ def preset_architecture(preset) -> dict:
     """
     config = preset_utils.load_json(_checked_preset(preset), preset_utils.CONFIG_FILE)
     return config["config"]
-
-
-def preset_vocabulary(preset) -> Vocabulary:
-    """A keras-hub ELECTRA preset's WordPiece vocabulary and casing, read from
-    its files as written: keras-hub's own loader strips each line, which turns
-    a learned vocabulary's whitespace tokens (`" "`) into empty ones.
-
-    Raises:
-        PretrainedModelError: a local directory that is not a preset.
-    """
-    preset = _checked_preset(preset)
-    path = preset_utils.get_file(
-        preset, f"{preset_utils.TOKENIZER_ASSET_DIR}/{VOCAB_FILENAME}"
-    )
-    tokenizer = preset_utils.load_json(preset, preset_utils.TOKENIZER_CONFIG_FILE)
-    return Vocabulary.from_file(path, tokenizer["config"]["lowercase"])
 
 
 def preset_encoder(preset, load_weights=True, dtype=None, dropout=None):

@@ -19,13 +19,16 @@ import os
 import pathlib
 
 import keras
-import keras_hub
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, PretrainingConfig
 from electra_tf.conversion import hf as hf_conversion
 from electra_tf.conversion.hf import save_hf_pretrainer
-from electra_tf.conversion.keras_hub import load_keras_hub_preset, save_keras_hub_preset
+from electra_tf.conversion.keras_hub import (
+    load_keras_hub_preset,
+    preset_vocabulary,
+    save_keras_hub_preset,
+)
 from electra_tf.conversion.original_layout import (
     has_generator,
     pretrainer_from_tensors,
@@ -404,10 +407,7 @@ def _tf1_to_electra(output, vocabulary, *, checkpoint, num_heads=0, preset=None)
 
 def _keras_hub_to_electra(output, vocabulary, *, preset):
     encoder = load_keras_hub_preset(preset)
-    tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset)
-    vocabulary = Vocabulary(
-        tuple(tokenizer.get_vocabulary()), preset, tokenizer.lowercase
-    )
+    vocabulary = preset_vocabulary(preset)
     return export_encoder(encoder, vocabulary, os.path.join(output, "export")), None
 
 

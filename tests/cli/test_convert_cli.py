@@ -162,3 +162,28 @@ def test_hf_to_ours_to_keras_hub_and_back(cli, capsys, tmp_path):
         query.kernel.numpy().reshape(query.kernel.shape[0], -1),
         theirs["electra.encoder.layer.1.attention.self.query.weight"].T,
     )
+
+
+def test_keras_hub_to_ours_keeps_a_learned_whitespace_token(cli, capsys, tmp_path):
+    """keras-hub's learner writes a `" "` token (the demo vocabulary has one);
+    keras-hub's tokenizer loader strips it to an empty token, which a
+    `Vocabulary` refuses, so converting our own demo export used to fail."""
+    from electra_tf.conversion.keras_hub import preset_vocabulary, save_keras_hub_preset
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.presets import get_preset
+
+    tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", " ", "a", "##b")
+    vocabulary = Vocabulary(tokens, lowercase=False)
+    config = get_preset("tiny").model.override(
+        vocabulary_size=len(tokens), max_sequence_length=16
+    )
+    preset = tmp_path / "preset"
+    save_keras_hub_preset(
+        ElectraEncoder.discriminator_from_config(config), vocabulary, preset
+    )
+    back = tmp_path / "back"
+    argv = ["keras-hub-to-electra", "--preset", str(preset), "--output", str(back)]
+    assert cli.main(argv) == 0, capsys.readouterr().err
+    back = preset_vocabulary(str(back / "export" / "discriminator"))
+    assert back.tokens == tokens and not back.lowercase
