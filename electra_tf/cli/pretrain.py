@@ -55,7 +55,9 @@ def parse_args(argv=None):
         "--preset",
         default="demo",
         help="demo (default: the CPU demo's tiny model with a 1/16-width "
-        "generator, initializer_range 0.1 and no dropout), "
+        "generator, initializer_range 0.1 and no dropout), cpu (the CPU "
+        "recipe: 4 layers of 128 for a corpus of millions of tokens, ~1 hour "
+        "on 2 cores), "
         "tiny, small, small++, base or large.",
     )
     add(
