@@ -2,7 +2,7 @@
 
 The SavedModel runs the whole pipeline in the graph: WordPiece tokenization
 with character offsets, the windows over the context, the encoder and span
-head, and the best span over all windows (`electra_tf.span_decoding`).
+head, and the best span over all windows (`electra_tf.models.span_decoding`).
 Serving it needs `tensorflow` and `tensorflow_text` (import it before
 `tf.saved_model.load`, for the WordPiece and regex-split ops); no Keras.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.finetuning.span_decoding import answer_text_batch
+from electra_tf.models.span_decoding import answer_text_batch
 
 
 class QuestionAnswererServing(tf.Module):

@@ -14,6 +14,5 @@
   own files or tagging, chosen from the flags.
 * `squad_data`, `squad_metrics`: SQuAD 1.1/2.0 files (and TFDS) and the official
   exact match and F1 (HasAns/NoAns, best no-answer thresholds).
-* `span_decoding`: the best answer span of a question over all its windows.
 * `question_answering_run`: a SQuAD run: `finetune_squad`, `run_question_answering`.
 """

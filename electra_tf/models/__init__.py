@@ -11,7 +11,8 @@
   preprocessor, on keras-hub's task API (fine-tuning).
 * `question_answerer`, `question_answerer_preprocessor`, `span_head`:
   `ElectraQuestionAnswerer` (SQuAD), its windowing preprocessor and XLNet's span
-  head as ELECTRA uses it.
+  head as ELECTRA uses it; `span_decoding`: the best answer span of a question
+  over all its windows (what the model and its SavedModel answer with).
 * `token_classifier`, `token_classifier_preprocessor`: `ElectraTokenClassifier` (one
   tag per word) and its preprocessor (words or raw text -> WordPiece windows).
 * `in_memory`: in-memory inputs of those tasks as a dataset shuffled every epoch.

@@ -7,7 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.span_decoding import answer_text_batch
+from electra_tf.models.span_decoding import answer_text_batch
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from electra_tf.finetuning.span_decoding import best_spans
+from electra_tf.models.span_decoding import best_spans
 
 
 def _log_softmax(x, axis=-1):
