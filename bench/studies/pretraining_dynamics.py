@@ -10,8 +10,9 @@ unfinished variant from its newest checkpoint and skips finished ones.
 
 Variant sets (`--study`):
 
-* `generator`: generator width 1/8, 1/4, 1/2 and 1 of the discriminator's
-  (`generator_hidden_size`), the paper's Figure 3 question at CPU scale;
+* `generator`: generator width 1/16 (the demo's), 1/8, 1/4, 1/2 and 1 of the
+  discriminator's (`generator_hidden_size`), the paper's Figure 3 question at
+  CPU scale;
 * `warmup`: warm-up lengths (`--warmups`);
 * `custom`: `--variants '{"name": {"hparam": value}, ...}'`.
 
@@ -40,7 +41,7 @@ from bench.run_info import run_info
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-GENERATOR_SIZES = {"1/8": 0.125, "1/4": 0.25, "1/2": 0.5, "1": 1.0}
+GENERATOR_SIZES = {"1/16": 0.0625, "1/8": 0.125, "1/4": 0.25, "1/2": 0.5, "1": 1.0}
 METRICS = (
     "rtd_auc",
     "rtd_loss",
@@ -72,6 +73,12 @@ def parse_args(argv=None):
     parser.add_argument("--eval-every", type=int, default=250)
     parser.add_argument("--out-dir", required=True, help="Run directories (resumable).")
     parser.add_argument("--output", required=True, help="Report path without suffix.")
+    parser.add_argument(
+        "--keep-from",
+        help="An earlier report (.json) with the same preset, hparams, steps and "
+        "eval-every: its variants are kept as recorded, not rerun (their run "
+        "directories may be gone), and the study adds the ones it lacks.",
+    )
     args = parser.parse_args(argv)
     if args.steps % args.eval_every:
         parser.error("--steps must be a multiple of --eval-every")
@@ -186,6 +193,28 @@ def plot(report: dict, path: str) -> None:
     figure.savefig(path, dpi=110)
 
 
+def kept_report(path: str, setup: dict) -> dict:
+    """The earlier report at `path`; one line naming it if it cannot be read or
+    was run with other settings (its curves would not compare)."""
+    try:
+        with open(path) as file:
+            earlier = json.load(file)
+        differ = [
+            key
+            for key in ("preset", "hparams", "steps", "eval_every")
+            if earlier["setup"][key] != setup[key]
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SystemExit(
+            f"--keep-from {path}: not a report of this study ({error})"
+        ) from None
+    if differ:
+        raise SystemExit(
+            f"--keep-from {path}: its {', '.join(differ)} differ from this run's"
+        )
+    return earlier
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     report = {
@@ -200,7 +229,13 @@ def main(argv=None) -> int:
         },
         "variants": {},
     }
+    if args.keep_from:
+        earlier = kept_report(args.keep_from, report["setup"])
+        report["kept_from"] = {"report": args.keep_from, "run": earlier["run"]}
+        report["variants"].update(earlier["variants"])
     for name, hparams in variants(args).items():
+        if name in report["variants"]:
+            continue
         report["variants"][name] = run_variant(args, name, hparams)
         with open(args.output + ".json", "w") as out:
             json.dump(report, out, indent=1)

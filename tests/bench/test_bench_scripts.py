@@ -1,5 +1,6 @@
 """Benchmark scripts: `--help` stays cheap; the transformers peer masks as we do."""
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -28,7 +29,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--steps"]),
-        ("studies.pretraining_dynamics", ["--study", "--warmups"]),
+        ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
         ("studies.attention_probe", ["--tower", "--batches"]),
         ("studies.feature_probe", ["--pretrained", "--task-dir"]),
         ("studies.shuffled_embeddings", ["--pretrained", "--output", "--seed"]),
@@ -139,3 +140,40 @@ def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
     loss = peer.train_step({k: v[:8] for k, v in batch.items()})
     assert pretraining.resolved_disc_weight == 50.0
     assert loss > 20.0 + np.log(model.vocabulary_size) * 0.5, loss
+
+
+def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
+    tmp_path, monkeypatch
+):
+    from bench.studies import pretraining_dynamics as study
+
+    setup = {"preset": "tiny", "hparams": {}, "steps": 500, "eval_every": 250}
+    earlier = tmp_path / "earlier.json"
+    kept_curve = {"hparams": {}, "evaluations": [{"step": 250, "rtd_auc": 0.6}]}
+    earlier.write_text(
+        json.dumps(
+            {"run": {"date": "then"}, "setup": setup, "variants": {"a": kept_curve}}
+        )
+    )
+    ran = []
+
+    def fake_run(args, name, hparams):
+        ran.append(name)
+        return {"hparams": hparams, "evaluations": [{"step": 250, "rtd_auc": 0.7,
+                                                     "mlm_accuracy": 0.1}]}
+
+    monkeypatch.setattr(study, "run_variant", fake_run)
+    monkeypatch.setattr(study, "plot", lambda report, path: None)
+    common = ["--data", "x", "--preset", "tiny", "--steps", "500", "--eval-every",
+              "250", "--out-dir", str(tmp_path), "--study", "custom", "--variants",
+              json.dumps({"a": {"seed": 1}, "b": {"seed": 2}})]
+    study.main([*common, "--output", str(tmp_path / "new"), "--keep-from",
+                str(earlier)])
+    report = json.loads((tmp_path / "new.json").read_text())
+    assert ran == ["b"]
+    assert report["variants"]["a"] == kept_curve
+    assert report["kept_from"]["run"] == {"date": "then"}
+
+    with pytest.raises(SystemExit, match="its steps differ"):
+        study.main([*common, "--steps", "750", "--output", str(tmp_path / "other"),
+                    "--keep-from", str(earlier)])
