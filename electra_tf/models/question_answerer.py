@@ -7,11 +7,11 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.models.span_decoding import answer_text_batch
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
+from electra_tf.models.span_decoding import answer_text_batch
 from electra_tf.models.span_head import SpanHead
 from electra_tf.models.text_classifier import (
     _checked_preset,
