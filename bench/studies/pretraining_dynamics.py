@@ -193,6 +193,13 @@ def plot(report: dict, path: str) -> None:
     figure.savefig(path, dpi=110)
 
 
+def save(report: dict, output: str) -> None:
+    """`<output>.json` and `<output>.png` as the report stands."""
+    with open(output + ".json", "w") as out:
+        json.dump(report, out, indent=1)
+    plot(report, output + ".png")
+
+
 def kept_report(path: str, setup: dict) -> dict:
     """The earlier report at `path`; one line naming it if it cannot be read or
     was run with other settings (its curves would not compare)."""
@@ -233,13 +240,14 @@ def main(argv=None) -> int:
         earlier = kept_report(args.keep_from, report["setup"])
         report["kept_from"] = {"report": args.keep_from, "run": earlier["run"]}
         report["variants"].update(earlier["variants"])
+        # Written now too, so that a study with nothing left to run still
+        # gets its merged report.
+        save(report, args.output)
     for name, hparams in variants(args).items():
         if name in report["variants"]:
             continue
         report["variants"][name] = run_variant(args, name, hparams)
-        with open(args.output + ".json", "w") as out:
-            json.dump(report, out, indent=1)
-        plot(report, args.output + ".png")
+        save(report, args.output)
         last = report["variants"][name]["evaluations"][-1:]
         print(name, last)
     return 0

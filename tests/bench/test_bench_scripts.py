@@ -174,6 +174,14 @@ def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
     assert report["variants"]["a"] == kept_curve
     assert report["kept_from"]["run"] == {"date": "then"}
 
+    # Nothing left to run: the merged report is still written.
+    only_kept = [*common[:-1], json.dumps({"a": {"seed": 1}})]
+    study.main([*only_kept, "--output", str(tmp_path / "kept"), "--keep-from",
+                str(earlier)])
+    assert ran == ["b"]
+    kept = json.loads((tmp_path / "kept.json").read_text())
+    assert kept["variants"] == {"a": kept_curve}
+
     with pytest.raises(SystemExit, match="its steps differ"):
         study.main([*common, "--steps", "750", "--output", str(tmp_path / "other"),
                     "--keep-from", str(earlier)])
