@@ -39,6 +39,7 @@ from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
+from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     DEMO_PRETRAINED,
@@ -252,7 +253,7 @@ def _score(version: int, results: dict) -> float:
     return results["f1"] if version == 1 else results["best_f1"]
 
 
-class SquadEvaluation(keras.callbacks.Callback):
+class SquadEvaluation(BestEpochSelection):
     """Answers the dev questions after each epoch; restores the best epoch.
 
     The epoch with the best F1 (SQuAD 2.0: F1 at the best threshold) wins;
@@ -262,33 +263,13 @@ class SquadEvaluation(keras.callbacks.Callback):
     def __init__(self, examples, version, batch_size):
         super().__init__()
         self.examples, self.version, self.batch_size = examples, version, batch_size
-        self.epochs: list[dict] = []
-        self.best_epoch, self.best_score = 0, -math.inf
-        self._best_weights = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs if logs is not None else {}
+    def evaluate(self, logs):
         results, _, _ = evaluate_answers(
             self.model, self.examples, self.version, self.batch_size
         )
-        score = _score(self.version, results)
-        self.epochs.append(
-            {
-                "epoch": epoch + 1,
-                "train": {k: float(v) for k, v in logs.items()},
-                "dev": results,
-                "score": score,
-            }
-        )
         logs.update({f"val_{k}": v for k, v in results.items()})
-        logger.info("epoch %d: dev %s", epoch + 1, results)
-        if score > self.best_score:
-            self.best_score, self.best_epoch = score, epoch + 1
-            self._best_weights = self.model.get_weights()
-
-    def on_train_end(self, logs=None):
-        if self._best_weights is not None:
-            self.model.set_weights(self._best_weights)
+        return results, _score(self.version, results)
 
 
 def finetune_seed(
@@ -326,14 +307,7 @@ def finetune_seed(
         callbacks=callbacks,
         verbose=verbose,
     )
-    best = evaluation.epochs[evaluation.best_epoch - 1]
-    return model, {
-        "seed": seed,
-        "epochs": evaluation.epochs,
-        "best_epoch": evaluation.best_epoch,
-        "dev": best["dev"],
-        "score": best["score"],
-    }
+    return model, evaluation.results(seed)
 
 
 def run_question_answering(

@@ -36,6 +36,7 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.export.classifier import export_text_classifier
+from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.glue_metrics import task_metrics, task_score
 from electra_tf.finetuning.glue_readers import (
     GlueDataError,
@@ -158,53 +159,35 @@ def build_classifier(
     )
 
 
-class DevEvaluation(keras.callbacks.Callback):
+class DevEvaluation(BestEpochSelection):
     """Evaluates every dev split after each epoch; restores the best epoch.
 
     The first dev split selects the epoch (by the task's score, the mean of
-    its metrics). Results go into the epoch's `logs`, so callbacks after this
-    one (TensorBoard, `History`) see them: the first split as `val_<metric>`,
-    others as `val_<split>_<metric>` (MNLI: `val_dev_mismatched_accuracy`).
-    After training the model holds the best epoch's weights.
-
-    Attributes:
-        epochs: per epoch, `{"epoch", "train": {...}, "dev": {split: {...}},
-            "score"}`.
-        best_epoch: 1-based epoch with the best score.
+    its metrics). Results go into the epoch's `logs`: the first split as
+    `val_<metric>`, others as `val_<split>_<metric>` (MNLI:
+    `val_dev_mismatched_accuracy`).
     """
 
-    def __init__(self, task: GlueTask, dev_datasets: dict[str, tf.data.Dataset]):
-        super().__init__()
+    def __init__(
+        self,
+        task: GlueTask,
+        dev_datasets: dict[str, tf.data.Dataset],
+        patience: int = 0,
+    ):
+        super().__init__(patience)
         if not dev_datasets:
             raise ValueError(f"{task.name}: no dev split to evaluate on")
         self.task = task
         self.dev_datasets = dev_datasets
-        self.epochs: list[dict] = []
-        self.best_epoch = 0
-        self.best_score = -math.inf
-        self._best_weights = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs if logs is not None else {}
-        train = {key: float(value) for key, value in logs.items()}
+    def evaluate(self, logs):
         dev = {}
         for i, (split, dataset) in enumerate(self.dev_datasets.items()):
             results = self.model.evaluate(dataset, verbose=0, return_dict=True)
             dev[split] = {key: float(value) for key, value in results.items()}
             prefix = "val_" if i == 0 else f"val_{split}_"
             logs.update({prefix + key: value for key, value in dev[split].items()})
-        score = task_score(self.task, dev[next(iter(dev))])
-        self.epochs.append(
-            {"epoch": epoch + 1, "train": train, "dev": dev, "score": score}
-        )
-        logger.info("epoch %d: dev %s (score %.4f)", epoch + 1, dev, score)
-        if score > self.best_score:
-            self.best_score, self.best_epoch = score, epoch + 1
-            self._best_weights = self.model.get_weights()
-
-    def on_train_end(self, logs=None):
-        if self._best_weights is not None:
-            self.model.set_weights(self._best_weights)
+        return dev, task_score(self.task, dev[next(iter(dev))])
 
 
 @dataclasses.dataclass
@@ -296,6 +279,7 @@ def finetune_seed(
             split: examples.to_dataset(config.eval_batch_size)
             for split, examples in data.dev.items()
         },
+        patience=config.early_stopping_patience,
     )
     callbacks = [evaluation]
     if log_dir:
@@ -307,15 +291,7 @@ def finetune_seed(
         callbacks=callbacks,
         verbose=verbose,
     )
-    best = evaluation.epochs[evaluation.best_epoch - 1]
-    results = {
-        "seed": seed,
-        "epochs": evaluation.epochs,
-        "best_epoch": evaluation.best_epoch,
-        "dev": best["dev"],
-        "score": best["score"],
-    }
-    return classifier, results
+    return classifier, evaluation.results(seed)
 
 
 def predict_test_splits(

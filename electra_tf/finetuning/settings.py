@@ -47,6 +47,10 @@ class FinetuningConfig(_Config):
     clip_norm: float = 1.0
     # Passes over the training data; 0 means the task's (3; RTE, STS-B: 10).
     epochs: int = 0
+    # Stop once the dev score has not improved for this many epochs (0: train
+    # every epoch). The best dev epoch is restored either way; the learning
+    # rate still decays over all `epochs`.
+    early_stopping_patience: int = 0
     # Examples per update.
     batch_size: int = 32
     # Examples per batch when evaluating and predicting.
@@ -85,7 +89,7 @@ class FinetuningConfig(_Config):
         for name in ("batch_size", "eval_batch_size", "max_seq_length"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
-        for name in ("epochs", "reinit_layers"):
+        for name in ("epochs", "reinit_layers", "early_stopping_patience"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")

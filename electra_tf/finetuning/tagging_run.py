@@ -31,6 +31,7 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
+from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.run import (
     _write_json,
     make_optimizer,
@@ -128,7 +129,7 @@ def tagging_score(scores: dict[str, float], span_tags: bool) -> float:
     return scores["f1"] if span_tags else scores["accuracy"]
 
 
-class TaggingEvaluation(keras.callbacks.Callback):
+class TaggingEvaluation(BestEpochSelection):
     """Tags the dev sentences after each epoch; restores the best epoch.
 
     Scores are computed on words (every word, whatever its sentence's
@@ -136,36 +137,25 @@ class TaggingEvaluation(keras.callbacks.Callback):
     and `History` see them.
     """
 
-    def __init__(self, dev: TaggedSentences, span_tags: bool, batch_size: int):
-        super().__init__()
+    def __init__(
+        self,
+        dev: TaggedSentences,
+        span_tags: bool,
+        batch_size: int,
+        patience: int = 0,
+    ):
+        super().__init__(patience)
         self.dev = dev
         self.span_tags = span_tags
         self.batch_size = batch_size
-        self.epochs: list[dict] = []
-        self.best_epoch = 0
-        self.best_score = -math.inf
-        self._best_weights = None
 
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs if logs is not None else {}
-        train = {key: float(value) for key, value in logs.items()}
+    def evaluate(self, logs):
         predicted = self.model.predict_tags(
             [list(w) for w in self.dev.words], batch_size=self.batch_size
         )
         scores = tagging_scores(self.dev.tags, predicted, self.span_tags)
         logs.update({f"val_{key}": value for key, value in scores.items()})
-        score = tagging_score(scores, self.span_tags)
-        self.epochs.append(
-            {"epoch": epoch + 1, "train": train, "dev": {"dev": scores}, "score": score}
-        )
-        logger.info("epoch %d: dev %s", epoch + 1, scores)
-        if score > self.best_score:
-            self.best_score, self.best_epoch = score, epoch + 1
-            self._best_weights = self.model.get_weights()
-
-    def on_train_end(self, logs=None):
-        if self._best_weights is not None:
-            self.model.set_weights(self._best_weights)
+        return {"dev": scores}, tagging_score(scores, self.span_tags)
 
 
 def finetune_tagger_seed(
@@ -187,7 +177,12 @@ def finetune_tagger_seed(
         ),
         jit_compile=config.jit_compile,
     )
-    evaluation = TaggingEvaluation(data.dev, data.span_tags, config.eval_batch_size)
+    evaluation = TaggingEvaluation(
+        data.dev,
+        data.span_tags,
+        config.eval_batch_size,
+        patience=config.early_stopping_patience,
+    )
     callbacks = [evaluation]
     if log_dir:
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
@@ -198,15 +193,7 @@ def finetune_tagger_seed(
         callbacks=callbacks,
         verbose=verbose,
     )
-    best = evaluation.epochs[evaluation.best_epoch - 1]
-    results = {
-        "seed": seed,
-        "epochs": evaluation.epochs,
-        "best_epoch": evaluation.best_epoch,
-        "dev": best["dev"],
-        "score": best["score"],
-    }
-    return tagger, results
+    return tagger, evaluation.results(seed)
 
 
 def write_conll_predictions(
