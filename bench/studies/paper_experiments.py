@@ -1,0 +1,1036 @@
+"""The paper's experiments at CPU scale: downstream test score per pre-training FLOP.
+
+One resumable command for the efficiency ablation (paper section 3.3, Table 5),
+the generator sizes (Figure 3) and the compute curves (Figures 1 and 4). Every
+variant (an objective, or ELECTRA with another generator) pre-trains the same
+discriminator-sized model for the same training FLOPs, counted the paper's
+way (`electra_tf/pretraining/flops.py`), once per pre-training seed; each run
+keeps its encoder at several fractions of the budget; every kept encoder and
+a freshly initialised one ("none") is fine-tuned on each task with several
+fine-tuning seeds.
+
+The protocol (BENCHMARKS.md, "The paper's experiments at CPU scale"):
+
+* Selection on dev, figures on test. Each fine-tuning run trains up to
+  `--max-epochs` with early stopping on dev (`--patience`), and restores its
+  best dev epoch (`electra_tf.finetuning.best_epoch`); only then is the test
+  split read and scored, once (`select_on_dev_then_test`).
+* Independent pre-training runs: `--pretraining-seeds` changes the
+  initialisation, the masks and samples, and the order of the data.
+* Budget: `--electra-steps` ELECTRA steps of `--preset` at `--batch-size`;
+  every other variant gets the steps that cost the same FLOPs.
+
+Work is split into units, each done once and recorded as one JSON file under
+`<out-dir>/units/` (written whole, then renamed): `pretrain.<variant>.p<seed>`
+keeps an encoder at every kept step, and `finetune.<task>.<encoder>.f<seed>`
+is one fine-tuning run. Rerunning the command skips recorded units and
+resumes a killed pre-training run from its newest checkpoint. `--jobs N`
+runs N units at a time, each in its own process pinned to one core with one
+thread per pool; `--unit KEY` runs one (what those processes do).
+
+Written: `<output>.json` (every run, the summaries and paired bootstrap
+intervals, with command, machine, date and versions), `<output>.md` (tables)
+and `<output>_<task>.png` (test score against pre-training FLOPs), rewritten
+from the unit files after every finished unit and by `--report`.
+
+Smoke run (what tests/bench/test_paper_experiments.py runs, smaller still):
+
+    python -m bench.studies.paper_experiments --preset tiny \\
+        --corpus electra_tf/assets/corpus/brown.txt.gz --electra-steps 20 \\
+        --checkpoint-every 10 --fractions 0.5,1 --pretraining-seeds 1 \\
+        --finetune-seeds 1 --tasks pos --out-dir /tmp/paper \\
+        --output /tmp/paper/report
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+from bench.run_info import run_info
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+LABELS = {
+    "electra": "ELECTRA",
+    "mlm": "BERT (MLM)",
+    "electra_15": "ELECTRA 15%",
+    "replace_mlm": "Replace MLM",
+    "all_tokens_mlm": "All-Tokens MLM",
+    "none": "no pre-training",
+}
+ASSETS = REPO / "electra_tf" / "assets"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A downstream task: its kind, where its splits are, its fine-tuning."""
+
+    name: str
+    # "tagging" (CoNLL files) or "classification" (SST-2 layout TSVs).
+    kind: str
+    # What selects the epoch and is reported ("accuracy": token or sentence).
+    metric: str
+    # Epochs at most; early stopping on dev usually ends sooner.
+    max_epochs: int
+    # Epochs without a better dev score before stopping.
+    patience: int
+
+
+# Brown POS: 44,932 training sentences (~9 minutes an epoch on one core for
+# the cpu preset's size) and a dev split of ~130,000 words, steady enough that
+# one epoch without improvement ends a run. rt_polarity: 10,256 sentences and a
+# 1,329-sentence dev split, noisier, so two.
+TASKS = {
+    "pos": Task("pos", "tagging", "accuracy", max_epochs=5, patience=1),
+    "sentiment": Task(
+        "sentiment", "classification", "accuracy", max_epochs=10, patience=2
+    ),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One kind of pre-training run."""
+
+    name: str
+    objective: str
+    # Generator width as a fraction of the discriminator's; None: the preset's.
+    generator_hidden_size: float | None = None
+    uniform_generator: bool = False
+
+    def overrides(self) -> dict:
+        changes = {"objective": self.objective}
+        if self.generator_hidden_size is not None:
+            changes["generator_hidden_size"] = self.generator_hidden_size
+        if self.uniform_generator:
+            changes["uniform_generator"] = True
+        return changes
+
+
+def label(name: str) -> str:
+    if name.startswith("electra_generator_"):
+        return f"ELECTRA, generator {name.rsplit('_', 1)[1]}"
+    if name == "electra_uniform_generator":
+        return "ELECTRA, uniform generator"
+    return LABELS.get(name, name)
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    data = parser.add_argument_group("pre-training data")
+    data.add_argument(
+        "--data",
+        help="TFRecord pattern (train-*) from pretrain/build_data.py; its vocab.txt "
+        "and eval-* shards are used. Default: built from --corpus into "
+        "<out-dir>/data.",
+    )
+    data.add_argument("--corpus", help="Raw text to build TFRecords from.")
+    data.add_argument(
+        "--vocab",
+        default=str(ASSETS / "demo_vocab.txt"),
+        help="WordPiece vocabulary for --corpus (default: the demo's, as the cpu "
+        "preset's recipe).",
+    )
+    data.add_argument("--max-seq-length", type=int, default=64)
+    model = parser.add_argument_group("model and budget")
+    model.add_argument("--preset", default="cpu")
+    model.add_argument(
+        "--hparams", default="{}", help="JSON config overrides for every variant."
+    )
+    model.add_argument("--batch-size", type=int, default=64)
+    model.add_argument(
+        "--electra-steps",
+        type=int,
+        default=6000,
+        help="Budget: this many ELECTRA steps; other variants get equal FLOPs.",
+    )
+    model.add_argument(
+        "--fractions",
+        default="0.125,0.25,0.5,1",
+        help="Fractions of the budget at which encoders are kept (the curves).",
+    )
+    model.add_argument("--checkpoint-every", type=int, default=250)
+    model.add_argument("--eval-steps", type=int, default=20, help="Held-out batches.")
+    model.add_argument("--pretraining-seeds", default="1,2,3")
+    variants = parser.add_argument_group("variants")
+    variants.add_argument(
+        "--objectives",
+        default="electra,mlm",
+        help=f"Comma-separated, from {','.join(OBJECTIVES)} (default electra,mlm).",
+    )
+    variants.add_argument(
+        "--generator-sizes",
+        default="",
+        help="Also ELECTRA with these generator widths (fractions of the "
+        "discriminator's), e.g. 0.03125,0.0625,0.125,0.25,0.5,1.",
+    )
+    variants.add_argument(
+        "--uniform-generator",
+        action="store_true",
+        help="Also ELECTRA with uniformly random replacements.",
+    )
+    variants.add_argument(
+        "--seeds-of",
+        default="",
+        help="Variants given fewer pre-training seeds, as name:seeds;... "
+        "(e.g. 'electra_generator_0.5:1'); default: every seed for each.",
+    )
+    finetune = parser.add_argument_group("fine-tuning")
+    finetune.add_argument(
+        "--tasks", default="pos,sentiment", help=f"From {','.join(TASKS)}."
+    )
+    finetune.add_argument(
+        "--pos-dir",
+        default=str(ASSETS / "tasks" / "brown_pos"),
+        help="Brown POS tagging, train/dev/test.conll.",
+    )
+    finetune.add_argument(
+        "--sentiment-dir",
+        default=str(ASSETS / "tasks" / "rt_polarity"),
+        help="rt_polarity in SST-2 layout with a labelled test.tsv.",
+    )
+    finetune.add_argument("--finetune-seeds", default="1,2,3")
+    finetune.add_argument(
+        "--curve-seeds",
+        type=int,
+        default=1,
+        help="Fine-tuning seeds at the kept encoders before the last (default 1; "
+        "the last gets every --finetune-seeds).",
+    )
+    finetune.add_argument(
+        "--finetune-hparams",
+        default='{"max_seq_length": 64, "pooling": "mean"}',
+        help="JSON FinetuningConfig overrides on the recipe for the width.",
+    )
+    run = parser.add_argument_group("running")
+    run.add_argument("--out-dir", default="runs/paper_experiments")
+    run.add_argument("--output", default="bench/results/paper_experiments")
+    run.add_argument("--jobs", type=int, default=1, help="Units at a time.")
+    run.add_argument("--unit", help="Run this one unit (for --jobs).")
+    run.add_argument("--report", action="store_true", help="Only rewrite the report.")
+    run.add_argument(
+        "--threads", type=int, default=0, help="TensorFlow threads per pool."
+    )
+    return parser.parse_args(argv)
+
+
+def _list(text, kind=str, name="list"):
+    try:
+        return [kind(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"error: {name} must be comma-separated: {text!r}") from None
+
+
+def _json(text, name):
+    from electra_tf.config import ConfigError, parse_hparams
+
+    try:
+        return parse_hparams(text, name)
+    except ConfigError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def make_variants(args) -> list[Variant]:
+    variants = []
+    for objective in _list(args.objectives, name="--objectives"):
+        if objective not in OBJECTIVES:
+            raise SystemExit(
+                f"error: unknown objective {objective!r} in --objectives; choose "
+                f"from {', '.join(OBJECTIVES)}"
+            )
+        variants.append(Variant(objective, objective))
+    for size in _list(args.generator_sizes, float, "--generator-sizes"):
+        variants.append(Variant(f"electra_generator_{size:g}", "electra", size))
+    if args.uniform_generator:
+        variants.append(
+            Variant("electra_uniform_generator", "electra", uniform_generator=True)
+        )
+    return variants
+
+
+def variant_seeds(args, variants) -> dict[str, list[int]]:
+    seeds = _list(args.pretraining_seeds, int, "--pretraining-seeds")
+    fewer = {}
+    for item in filter(None, (i.strip() for i in args.seeds_of.split(";"))):
+        name, _, listed = item.partition(":")
+        if name not in {v.name for v in variants}:
+            raise SystemExit(f"error: --seeds-of names no variant: {name!r}")
+        fewer[name] = _list(listed, int, "--seeds-of")
+    return {v.name: fewer.get(v.name, seeds) for v in variants}
+
+
+# === Units ===
+class Store:
+    """One JSON file per finished unit under `<out-dir>/units/`."""
+
+    def __init__(self, out_dir: pathlib.Path):
+        self.directory = out_dir / "units"
+        self.directory.mkdir(parents=True, exist_ok=True)
+
+    def path(self, key: str) -> pathlib.Path:
+        return self.directory / f"{key}.json"
+
+    def done(self, key: str) -> bool:
+        return self.path(key).exists()
+
+    def read(self, key: str) -> dict:
+        return json.loads(self.path(key).read_text())
+
+    def write(self, key: str, record: dict) -> None:
+        temporary = self.path(key).with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+        os.replace(temporary, self.path(key))
+
+    def all(self) -> dict[str, dict]:
+        return {
+            p.stem: json.loads(p.read_text()) for p in self.directory.glob("*.json")
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class Unit:
+    key: str
+    # The unit whose record it needs (a pre-training run), if any.
+    needs: str | None
+    # Order: lower first among the ready ones.
+    priority: tuple
+
+
+def plan_units(setup: dict) -> list[Unit]:
+    """Every unit of the study, in the order they are best run.
+
+    A pre-training seed's runs come before the next seed's, and the final
+    encoders' fine-tuning before the next seed's pre-training, so a budget
+    cut short leaves whole comparisons rather than many half ones.
+    """
+    units = []
+    fseeds = setup["finetune_seeds"]
+    for name, pseeds in setup["variant_seeds"].items():
+        for rank, pseed in enumerate(pseeds):
+            run = f"pretrain.{name}.p{pseed}"
+            units.append(Unit(run, None, (rank, 0, name)))
+            for step in setup["kept_steps"][name]:
+                final = step == setup["kept_steps"][name][-1]
+                seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
+                for task in setup["tasks"]:
+                    for fseed in seeds:
+                        key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
+                        units.append(Unit(key, run, (rank, 1 if final else 2, key)))
+    for rank, pseed in enumerate(setup["pretraining_seeds"]):
+        for task in setup["tasks"]:
+            for fseed in fseeds:
+                key = f"finetune.{task}.none-p{pseed}.f{fseed}"
+                units.append(Unit(key, None, (rank, 1, key)))
+    return units
+
+
+def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit]:
+    """Units not done nor running whose pre-training run is recorded."""
+    ready = [
+        u
+        for u in units
+        if u.key not in running
+        and not store.done(u.key)
+        and (u.needs is None or store.done(u.needs) or _kept(store, u))
+    ]
+    return sorted(ready, key=lambda u: u.priority)
+
+
+def _kept(store: Store, unit: Unit) -> bool:
+    """Whether a fine-tuning unit's encoder is kept already (its run goes on)."""
+    _, _, encoder, _ = unit.key.split(".", 3)
+    return (store.directory.parent / "encoders" / encoder / "config.json").exists()
+
+
+# === Pre-training ===
+def pretrain_unit(args, setup, key, data, store) -> dict:
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.config import TrainingConfig
+    from electra_tf.pretraining.run import run_pretraining
+
+    _, name, pseed = key.split(".")
+    pseed = int(pseed[1:])
+    variant = next(v for v in make_variants(args) if v.name == name)
+    configs = variant_configs(setup_configs(args, data), variant, pseed)
+    total = setup["total_steps"][name]
+    optimizer = configs["optimizer"].override(total_steps=total)
+    model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
+    kept = {}
+    for step in setup["kept_steps"][name]:
+        encoder = f"{name}-p{pseed}-s{step}"
+        target = pathlib.Path(args.out_dir) / "encoders" / encoder
+        training = TrainingConfig(
+            model_dir=str(model_dir),
+            train_data=data["train"],
+            eval_data=data["eval"],
+            train_steps=step,
+            batch_size=args.batch_size,
+            checkpoint_every=args.checkpoint_every,
+            keep_checkpoints=2,
+            eval_every_checkpoints=max(1, total // args.checkpoint_every // 12),
+            eval_steps=args.eval_steps,
+            data_seed=pseed,
+        )
+        started = time.perf_counter()
+        held_out = run_pretraining(
+            configs["model"],
+            configs["pretraining"],
+            optimizer,
+            training,
+            data["vocabulary"],
+            tf.distribute.get_strategy(),
+            verbose=0,
+        )
+        keras.backend.clear_session()  # the next segment builds its own model
+        temporary = target.with_name(target.name + ".tmp")
+        shutil.rmtree(temporary, ignore_errors=True)
+        shutil.copytree(model_dir / "export" / "discriminator", temporary)
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(temporary, target)
+        kept[str(step)] = {
+            "encoder": encoder,
+            "flops": step * args.batch_size * setup["flops_per_sequence"][name],
+            "held_out": held_out,
+            "seconds": round(time.perf_counter() - started, 1),
+        }
+        print(f"[{key}] kept {encoder}: {held_out}", flush=True)
+    return {
+        "variant": name,
+        "objective": variant.objective,
+        "pretraining_seed": pseed,
+        "overrides": variant.overrides(),
+        "total_steps": total,
+        "kept": kept,
+        "held_out_history": held_out_history(model_dir),
+    }
+
+
+def held_out_history(model_dir: pathlib.Path) -> dict[str, dict[str, float]]:
+    """Every held-out evaluation of a run, step -> metrics, from its
+    TensorBoard logs (the run writes no other record of them)."""
+    import tensorflow as tf
+
+    history: dict[str, dict[str, float]] = {}
+    for path in sorted((model_dir / "logs" / "validation").glob("events.out.*")):
+        for event in tf.compat.v1.train.summary_iterator(str(path)):
+            for value in event.summary.value:
+                if not value.tag.startswith("epoch_"):
+                    continue
+                number = float(tf.make_ndarray(value.tensor))
+                history.setdefault(str(event.step), {})[value.tag[6:]] = number
+    return dict(sorted(history.items(), key=lambda item: int(item[0])))
+
+
+def setup_configs(args, data) -> dict:
+    from electra_tf.config import apply_hparams
+    from electra_tf.presets import get_preset
+
+    preset = get_preset(args.preset)
+    configs = {
+        "model": preset.model.override(vocabulary_size=data["vocabulary"].size),
+        "pretraining": preset.pretraining.override(
+            max_seq_length=data["max_seq_length"]
+        ),
+        "optimizer": preset.optimizer,
+    }
+    return apply_hparams(configs, _json(args.hparams, "--hparams"))
+
+
+def variant_configs(base, variant: Variant, pseed: int) -> dict:
+    from electra_tf.config import apply_hparams
+
+    return apply_hparams(base, {**variant.overrides(), "seed": pseed})
+
+
+def flops_per_sequence(configs) -> float:
+    from electra_tf.pretraining.flops import pretraining_flops
+
+    return pretraining_flops(configs["model"], configs["pretraining"])
+
+
+def plan_steps(budget, per_sequence, batch_size, every, fractions):
+    """(total steps, kept steps): multiples of `every` nearest the budget and
+    its fractions, at least one `every`."""
+    total = max(1, round(budget / (per_sequence * batch_size) / every)) * every
+    kept = sorted({max(1, round(f * total / every)) * every for f in fractions})
+    return total, kept
+
+
+# === Fine-tuning ===
+def select_on_dev_then_test(train_seed, score_test):
+    """The protocol: train (the epoch chosen on dev), then score test once.
+
+    `train_seed()` fine-tunes and returns the model holding its best dev
+    epoch and that run's results; `score_test(model)` scores the test split.
+    Test data reach nothing before training has returned, so they cannot
+    take part in choosing the epoch.
+    """
+    model, results = train_seed()
+    return {**results, "test": score_test(model)}
+
+
+def finetune_unit(args, setup, key, data) -> dict:
+    from electra_tf.finetuning.settings import recipe_for_width
+
+    _, task_name, encoder, fseed = key.split(".")
+    fseed = int(fseed[1:])
+    task = TASKS[task_name]
+    base = setup_configs(args, data)
+    _, recipe = recipe_for_width(base["model"].hidden_dim)
+    config = recipe.override(
+        epochs=task.max_epochs, early_stopping_patience=task.patience
+    ).override(**_json(args.finetune_hparams, "--finetune-hparams"))
+    pretrained = None
+    if not encoder.startswith("none-"):
+        pretrained = str(pathlib.Path(args.out_dir) / "encoders" / encoder)
+    # The no-pre-training runs draw their encoder from their own seed.
+    seed = fseed if pretrained else 1000 * int(encoder.split("-p")[1]) + fseed
+    started = time.perf_counter()
+    if task.kind == "tagging":
+        results = finetune_tagging(args, config, pretrained, base, data, seed)
+    else:
+        results = finetune_classification(args, config, pretrained, base, data, seed)
+    return {
+        "task": task_name,
+        "encoder": encoder,
+        "finetune_seed": fseed,
+        "config": config.to_dict(),
+        "seconds": round(time.perf_counter() - started, 1),
+        **results,
+    }
+
+
+def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
+    import os.path as p
+
+    from electra_tf.finetuning.tagging_data import read_conll
+    from electra_tf.finetuning.tagging_metrics import tagging_scores
+    from electra_tf.finetuning.tagging_run import (
+        build_token_classifier,
+        finetune_tagger_seed,
+        load_tagging_data,
+    )
+
+    splits = load_tagging_data(
+        p.join(args.pos_dir, "train.conll"), p.join(args.pos_dir, "dev.conll")
+    )
+
+    def make_tagger():
+        return build_token_classifier(
+            splits.tags, config, pretrained, base["model"], data["vocabulary"]
+        )
+
+    def score_test(tagger):
+        test = read_conll(p.join(args.pos_dir, "test.conll"))
+        predicted = tagger.predict_tags(
+            [list(w) for w in test.words], batch_size=config.eval_batch_size
+        )
+        return tagging_scores(test.tags, predicted, splits.span_tags)
+
+    return select_on_dev_then_test(
+        lambda: finetune_tagger_seed(make_tagger, splits, config, seed, verbose=0),
+        score_test,
+    )
+
+
+def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
+    from electra_tf.finetuning.glue_readers import read_glue_tsv
+    from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.run import TaskData, build_classifier, finetune_seed
+
+    # rt_polarity is in SST-2's layout, with labels in test.tsv too.
+    task = dataclasses.replace(get_task("sst2"), test_splits=())
+    splits = TaskData(
+        train=read_glue_tsv(task, "train", args.sentiment_dir),
+        dev={"dev": read_glue_tsv(task, "dev", args.sentiment_dir)},
+        test={},
+    )
+
+    def make_classifier():
+        if pretrained:
+            return build_classifier(task, config, pretrained)
+        return build_classifier(
+            task, config, None, base["model"], vocabulary=data["vocabulary"]
+        )
+
+    def score_test(classifier):
+        test = read_glue_tsv(task, "test", args.sentiment_dir)  # needs labels
+        return classifier.evaluate(
+            test.to_dataset(config.eval_batch_size), verbose=0, return_dict=True
+        )
+
+    return select_on_dev_then_test(
+        lambda: finetune_seed(make_classifier, task, splits, config, seed, verbose=0),
+        score_test,
+    )
+
+
+# === Running ===
+def prepare_data(args) -> dict:
+    from electra_tf.data.preparation import prepare_pretraining_data
+
+    if not args.data and not args.corpus:
+        raise SystemExit("error: give --data (TFRecords) or --corpus (raw text)")
+    prepared = prepare_pretraining_data(
+        args.out_dir,
+        None if args.data else args.max_seq_length,
+        data=args.data,
+        corpus=[args.corpus] if args.corpus else (),
+        vocab=args.vocab,
+        num_shards=4,
+        eval_fraction=0.02,
+        num_processes=1,
+        progress=False,
+    )
+    return {
+        "train": prepared.train_data,
+        "eval": prepared.eval_data,
+        "vocabulary": prepared.vocabulary,
+        "max_seq_length": prepared.max_seq_length,
+    }
+
+
+def make_setup(args, data) -> dict:
+    variants = make_variants(args)
+    if not variants:
+        raise SystemExit("error: no variant to run")
+    tasks = _list(args.tasks, name="--tasks")
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise SystemExit(f"error: unknown task(s) {unknown} in --tasks")
+    fractions = _list(args.fractions, float, "--fractions")
+    if not fractions or not all(0.0 < f <= 1.0 for f in fractions):
+        raise SystemExit(f"error: --fractions must be in (0, 1]: {args.fractions!r}")
+    base = setup_configs(args, data)
+    per_sequence = {
+        v.name: flops_per_sequence(variant_configs(base, v, 0)) for v in variants
+    }
+    electra = flops_per_sequence(variant_configs(base, Variant("e", "electra"), 0))
+    budget = args.electra_steps * args.batch_size * electra
+    plans = {
+        name: plan_steps(
+            budget, flops, args.batch_size, args.checkpoint_every, fractions
+        )
+        for name, flops in per_sequence.items()
+    }
+    return {
+        "preset": args.preset,
+        "hparams": _json(args.hparams, "--hparams"),
+        "batch_size": args.batch_size,
+        "budget_flops": budget,
+        "fractions": fractions,
+        "checkpoint_every": args.checkpoint_every,
+        "data": data["train"],
+        "vocabulary_md5": data["vocabulary"].md5(),
+        "tasks": tasks,
+        "task_dirs": {"pos": args.pos_dir, "sentiment": args.sentiment_dir},
+        "finetune_hparams": _json(args.finetune_hparams, "--finetune-hparams"),
+        "max_epochs": {t: TASKS[t].max_epochs for t in tasks},
+        "patience": {t: TASKS[t].patience for t in tasks},
+        "pretraining_seeds": _list(args.pretraining_seeds, int),
+        "variant_seeds": variant_seeds(args, variants),
+        "finetune_seeds": _list(args.finetune_seeds, int, "--finetune-seeds"),
+        "curve_seeds": args.curve_seeds,
+        "flops_per_sequence": per_sequence,
+        "total_steps": {name: plan[0] for name, plan in plans.items()},
+        "kept_steps": {name: plan[1] for name, plan in plans.items()},
+    }
+
+
+def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
+    """The recorded setup must be this one (a study is one setup); what only
+    adds runs (more seeds, variants or tasks) is allowed."""
+    path = out_dir / "setup.json"
+    if path.exists():
+        stored = json.loads(path.read_text())
+        additive = {"variant_seeds", "pretraining_seeds", "finetune_seeds", "tasks"}
+        additive |= {"max_epochs", "patience", "flops_per_sequence"}
+        additive |= {"total_steps", "kept_steps"}
+        changed = sorted(
+            k
+            for k in set(setup) | set(stored)
+            if k not in additive and setup.get(k) != stored.get(k)
+        )
+        for key in ("total_steps", "kept_steps", "flops_per_sequence"):
+            for name, value in stored.get(key, {}).items():
+                if name in setup[key] and setup[key][name] != value:
+                    changed.append(f"{key}[{name}]")
+        if changed:
+            raise SystemExit(
+                f"error: {out_dir} holds a study with another setup (differs in "
+                f"{', '.join(changed)}); use another --out-dir"
+            )
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(setup, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+
+
+def run_one(args, setup, key, data, store) -> None:
+    if key.startswith("pretrain."):
+        record = pretrain_unit(args, setup, key, data, store)
+    else:
+        record = finetune_unit(args, setup, key, data)
+    store.write(key, {"unit": key, **record})
+
+
+def schedule(args, setup, store, launch=None) -> None:
+    """Runs every unit not yet recorded, `--jobs` at a time.
+
+    `launch(key, slot)` starts one unit and returns a handle with `poll()`
+    (None while running, else the exit code); by default a process of this
+    script pinned to core `slot`. A unit whose process fails is reported and
+    not retried in this call.
+    """
+    launch = launch or _launch_process
+    units = plan_units(setup)
+    running: dict[str, tuple] = {}
+    failed: set[str] = set()
+    while True:
+        for key, (handle, _) in list(running.items()):
+            code = handle.poll()
+            if code is None:
+                continue
+            del running[key]
+            if code != 0 or not store.done(key):
+                failed.add(key)
+                print(f"unit {key} failed (exit code {code})", flush=True)
+            else:
+                print(f"unit {key} done", flush=True)
+                write_report(args, setup, store)
+        free = [
+            s for s in range(args.jobs) if s not in {s for _, s in running.values()}
+        ]
+        ready = [
+            u for u in ready_units(units, store, set(running)) if u.key not in failed
+        ]
+        for slot, unit in zip(free, ready):
+            running[unit.key] = (launch(unit.key, slot), slot)
+            print(f"unit {unit.key} started on slot {slot}", flush=True)
+        if not running:
+            break
+        time.sleep(2)
+    write_report(args, setup, store)
+    left = [u.key for u in units if not store.done(u.key)]
+    if left:
+        print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
+
+
+def _launch_process(key, slot):
+    argv = [a for a in sys.argv[1:]]
+    command = [sys.executable, "-m", "bench.studies.paper_experiments", *argv]
+    command += ["--unit", key, "--threads", "1", "--jobs", "1"]
+    log = pathlib.Path(_out_dir_of(argv)) / "logs" / f"{key}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cores = sorted(os.sched_getaffinity(0))
+    core = cores[slot % len(cores)]
+    environment = {**os.environ, "PYTHONPATH": str(REPO)}
+    with open(log, "a") as output:
+        return subprocess.Popen(
+            command,
+            cwd=REPO,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+        )
+
+
+def _out_dir_of(argv) -> str:
+    return parse_args(argv).out_dir
+
+
+# === Report ===
+def summarise(setup: dict, records: dict[str, dict]) -> dict:
+    """Per task and encoder group, every run's test and dev score."""
+    runs = [r for k, r in records.items() if k.startswith("finetune.")]
+    pretraining = {k: r for k, r in records.items() if k.startswith("pretrain.")}
+    flops, held_out = {}, {}
+    for record in pretraining.values():
+        for kept in record["kept"].values():
+            flops[kept["encoder"]] = kept["flops"]
+            held_out[kept["encoder"]] = kept["held_out"]
+    summary = {}
+    for task in setup["tasks"]:
+        metric = TASKS[task].metric
+        rows = {}
+        for run in (r for r in runs if r["task"] == task):
+            encoder = run["encoder"]
+            if encoder.startswith("none-"):
+                variant, pseed, step = "none", int(encoder.split("-p")[1]), 0
+            else:
+                name_seed, step = encoder.rsplit("-s", 1)
+                variant, pseed = name_seed.rsplit("-p", 1)
+                pseed, step = int(pseed), int(step)
+            rows.setdefault((variant, step), []).append(
+                {
+                    "pretraining_seed": pseed,
+                    "finetune_seed": run["finetune_seed"],
+                    "test": run["test"][metric],
+                    "dev": run["dev"]["dev"][metric],
+                    "best_epoch": run["best_epoch"],
+                    "epochs_run": len(run["epochs"]),
+                    "stopped_early": run.get("stopped_early", False),
+                    "flops": flops.get(encoder, 0.0),
+                    "held_out": held_out.get(encoder, {}),
+                }
+            )
+        summary[task] = {
+            f"{variant}@{step}": _describe(variant, step, points)
+            for (variant, step), points in sorted(rows.items())
+        }
+    return summary
+
+
+def _describe(variant, step, points) -> dict:
+    tests = [p["test"] for p in points]
+    by_run = {}
+    for p in points:
+        by_run.setdefault(p["pretraining_seed"], []).append(p["test"])
+    return {
+        "variant": variant,
+        "step": step,
+        "flops": points[0]["flops"],
+        "runs": sorted(
+            points, key=lambda p: (p["pretraining_seed"], p["finetune_seed"])
+        ),
+        "pretraining_runs": len(by_run),
+        "finetuning_runs": len(points),
+        "test_mean": statistics.fmean(tests),
+        "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0,
+        "test_mean_per_pretraining_run": {
+            str(s): statistics.fmean(v) for s, v in sorted(by_run.items())
+        },
+        "dev_mean": statistics.fmean(p["dev"] for p in points),
+        "best_epoch_is_last": sum(
+            p["best_epoch"] == p["epochs_run"] and not p["stopped_early"]
+            for p in points
+        ),
+    }
+
+
+def bootstrap_difference(a: dict, b: dict, samples: int = 10000, seed: int = 0):
+    """95% interval of mean(a) - mean(b) by a two-level bootstrap.
+
+    `a` and `b` map a pre-training run to its fine-tuning scores. Each
+    resample draws pre-training runs with replacement, then fine-tuning
+    scores within each drawn run, so both sources of spread are counted.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+
+    def resample(groups):
+        runs = list(groups.values())
+        picked = rng.integers(len(runs), size=len(runs))
+        means = [
+            np.mean(rng.choice(runs[i], size=len(runs[i]), replace=True))
+            for i in picked
+        ]
+        return float(np.mean(means))
+
+    differences = np.array([resample(a) - resample(b) for _ in range(samples)])
+    point = float(
+        np.mean([np.mean(v) for v in a.values()])
+        - np.mean([np.mean(v) for v in b.values()])
+    )
+    low, high = np.percentile(differences, [2.5, 97.5])
+    return {"difference": point, "low": float(low), "high": float(high)}
+
+
+def comparisons(setup, summary) -> dict:
+    """ELECTRA against every other final point, per task."""
+    found = {}
+    for task, points in summary.items():
+        finals = {}
+        for point in points.values():
+            variant = point["variant"]
+            if variant == "none" or point["step"] == max(
+                setup["kept_steps"].get(variant, [0])
+            ):
+                groups = {}
+                for run in point["runs"]:
+                    groups.setdefault(run["pretraining_seed"], []).append(run["test"])
+                finals[variant] = groups
+        if "electra" not in finals:
+            continue
+        found[task] = {
+            f"electra - {other}": bootstrap_difference(finals["electra"], groups)
+            for other, groups in finals.items()
+            if other != "electra"
+        }
+    return found
+
+
+def write_report(args, setup, store) -> None:
+    records = store.all()
+    summary = summarise(setup, records)
+    compared = comparisons(setup, summary)
+    pretraining = {
+        k: {key: value for key, value in r.items() if key != "held_out_history"}
+        for k, r in records.items()
+        if k.startswith("pretrain.")
+    }
+    output = pathlib.Path(args.output)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        **run_info(__file__),
+        "setup": setup,
+        "pretraining": pretraining,
+        "held_out_histories": {
+            k: r.get("held_out_history")
+            for k, r in records.items()
+            if k.startswith("pretrain.")
+        },
+        "summary": summary,
+        "comparisons": compared,
+        "finetuning_runs": {
+            k: r for k, r in records.items() if k.startswith("finetune.")
+        },
+    }
+    temporary = output.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, output.with_suffix(".json"))
+    output.with_suffix(".md").write_text(markdown(setup, summary, compared))
+    for task in summary:
+        plot(setup, task, summary[task], pathlib.Path(f"{output}_{task}.png"))
+
+
+def markdown(setup, summary, compared) -> str:
+    lines = [
+        f"Budget {setup['budget_flops']:.3g} pre-training FLOPs per run (the "
+        f"paper's count; {setup['preset']} preset, batch {setup['batch_size']}). "
+        "Test score of the epoch chosen on dev: mean ± standard deviation over "
+        "every (pre-training run, fine-tuning seed); per pre-training run in "
+        "brackets. Fine-tuning: up to "
+        + ", ".join(f"{t} {e}" for t, e in setup["max_epochs"].items())
+        + " epochs, early stopping on dev with patience "
+        + ", ".join(f"{t} {e}" for t, e in setup["patience"].items())
+        + ".",
+        "",
+    ]
+    for task, points in summary.items():
+        lines += [
+            f"### {task}",
+            "",
+            "| encoder | step | FLOPs | runs | test | per pre-training run | dev "
+            "| best epoch last |",
+            "|---|---:|---:|---:|---|---|---:|---:|",
+        ]
+        for point in points.values():
+            per_run = ", ".join(
+                f"{v:.4f}" for v in point["test_mean_per_pretraining_run"].values()
+            )
+            lines.append(
+                f"| {label(point['variant'])} | {point['step']} | "
+                f"{point['flops']:.3g} | {point['pretraining_runs']} x "
+                f"{point['finetuning_runs'] // max(1, point['pretraining_runs'])} | "
+                f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
+                f"{point['dev_mean']:.4f} | {point['best_epoch_is_last']} of "
+                f"{point['finetuning_runs']} |"
+            )
+        for name, interval in compared.get(task, {}).items():
+            lines.append("")
+            lines.append(
+                f"{name}: {interval['difference']:+.4f}, 95% bootstrap interval "
+                f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(setup, task, points, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    curves = {}
+    for point in points.values():
+        curves.setdefault(point["variant"], []).append(point)
+    none = curves.pop("none", [])
+    for variant, curve in sorted(curves.items()):
+        curve = none[:1] + sorted(curve, key=lambda p: p["flops"])
+        x = [p["flops"] for p in curve]
+        y = [p["test_mean"] for p in curve]
+        spread = [p["test_std"] for p in curve]
+        axes.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=label(variant))
+        for p in curve:
+            axes.scatter(
+                [p["flops"]] * len(p["runs"]),
+                [r["test"] for r in p["runs"]],
+                s=6,
+                alpha=0.35,
+                color=axes.lines[-1].get_color(),
+            )
+    if none:
+        axes.axhline(none[0]["test_mean"], color="grey", linestyle=":", linewidth=1)
+    axes.set_xlabel("pre-training FLOPs (paper's count)")
+    axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
+    axes.set_title(f"{task}: test score against pre-training compute")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    if args.jobs < 1:
+        raise SystemExit(f"error: --jobs must be 1 or more, got {args.jobs}")
+    out_dir = pathlib.Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if args.threads:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    from electra_tf.errors import ElectraError
+
+    try:
+        data = prepare_data(args)
+        setup = make_setup(args, data)
+    except ElectraError as error:
+        raise SystemExit(f"error: {error}") from None
+    store = Store(out_dir)
+    if args.unit:
+        run_one(args, setup, args.unit, data, store)
+        return 0
+    check_setup(out_dir, setup)
+    if args.report:
+        write_report(args, setup, store)
+        return 0
+    for name, total in setup["total_steps"].items():
+        print(f"{name}: {total} steps, kept at {setup['kept_steps'][name]}", flush=True)
+    if args.jobs == 1:
+        for unit in plan_units(setup):
+            if not store.done(unit.key):
+                print(f"unit {unit.key}", flush=True)
+                run_one(args, setup, unit.key, data, store)
+                write_report(args, setup, store)
+    else:
+        schedule(args, setup, store)
+    print(pathlib.Path(args.output).with_suffix(".md").read_text(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,293 @@
+"""bench/studies/paper_experiments.py: the study's plan, resume and merge logic
+(with a stubbed runner), its statistics, and the protocol's order: the epoch
+is chosen on dev before the test split is read at all."""
+
+import argparse
+import json
+import pathlib
+import types
+
+import numpy as np
+import pytest
+
+from bench.studies import paper_experiments as study
+
+
+def _setup(**changes):
+    setup = {
+        "preset": "cpu",
+        "batch_size": 64,
+        "budget_flops": 1e9,
+        "tasks": ["pos"],
+        "pretraining_seeds": [1, 2],
+        "variant_seeds": {"electra": [1, 2], "mlm": [1, 2]},
+        "finetune_seeds": [1, 2],
+        "curve_seeds": 1,
+        "kept_steps": {"electra": [50, 100], "mlm": [70, 140]},
+        "total_steps": {"electra": 100, "mlm": 140},
+        "flops_per_sequence": {"electra": 2.0, "mlm": 1.0},
+        "max_epochs": {"pos": 5},
+        "patience": {"pos": 1},
+    }
+    return {**setup, **changes}
+
+
+def test_plan_puts_whole_comparisons_before_the_next_pretraining_seed():
+    units = study.plan_units(_setup())
+    order = [u.key for u in sorted(units, key=lambda u: u.priority)]
+    first_p2 = order.index("pretrain.electra.p2")
+    # Everything of pre-training seed 1 at its final step comes first ...
+    for key in (
+        "pretrain.electra.p1",
+        "pretrain.mlm.p1",
+        "finetune.pos.electra-p1-s100.f2",
+        "finetune.pos.mlm-p1-s140.f2",
+        "finetune.pos.none-p1.f2",
+    ):
+        assert order.index(key) < first_p2, key
+    # ... the curve points (one seed) after the finals, and only one seed.
+    assert "finetune.pos.electra-p1-s50.f1" in order
+    assert "finetune.pos.electra-p1-s50.f2" not in order
+    assert order.index("finetune.pos.electra-p1-s50.f1") > order.index(
+        "finetune.pos.electra-p1-s100.f2"
+    )
+    # Pre-training units need nothing; fine-tuning needs its run.
+    by_key = {u.key: u for u in units}
+    assert by_key["pretrain.mlm.p2"].needs is None
+    assert by_key["finetune.pos.mlm-p2-s70.f1"].needs == "pretrain.mlm.p2"
+    assert by_key["finetune.pos.none-p2.f1"].needs is None
+
+
+def test_variants_with_fewer_pretraining_seeds_plan_fewer_runs():
+    setup = _setup(variant_seeds={"electra": [1, 2], "mlm": [1]})
+    keys = {u.key for u in study.plan_units(setup)}
+    assert "pretrain.mlm.p1" in keys and "pretrain.mlm.p2" not in keys
+    assert "pretrain.electra.p2" in keys
+
+
+class _Stub:
+    """A runner that 'runs' a unit by recording it, or fails on request."""
+
+    def __init__(self, store, fail=()):
+        self.store, self.fail, self.started = store, set(fail), []
+
+    def __call__(self, key, slot):
+        # A fine-tuning unit must never start before its encoder exists.
+        unit = next(u for u in study.plan_units(_setup()) if u.key == key)
+        if unit.needs:
+            assert self.store.done(unit.needs), f"{key} started before {unit.needs}"
+        self.started.append(key)
+        if key not in self.fail:
+            self.store.write(key, {"unit": key})
+        return types.SimpleNamespace(poll=lambda: 1 if key in self.fail else 0)
+
+
+def _args(tmp_path, jobs=2):
+    return argparse.Namespace(jobs=jobs, output=str(tmp_path / "report"))
+
+
+def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(study, "write_report", lambda *a: None)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    store = study.Store(tmp_path)
+    setup = _setup()
+    runner = _Stub(store)
+    study.schedule(_args(tmp_path), setup, store, launch=runner)
+    expected = {u.key for u in study.plan_units(setup)}
+    assert sorted(runner.started) == sorted(expected)
+    again = _Stub(store)
+    study.schedule(_args(tmp_path), setup, store, launch=again)
+    assert again.started == []
+
+
+def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
+    monkeypatch.setattr(study, "write_report", lambda *a: None)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    store = study.Store(tmp_path)
+    setup = _setup()
+    done = ["pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"]
+    for key in done:
+        store.write(key, {"unit": key})
+    runner = _Stub(store)
+    study.schedule(_args(tmp_path), setup, store, launch=runner)
+    assert not set(done) & set(runner.started)
+    assert len(runner.started) == len(study.plan_units(setup)) - len(done)
+
+
+def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setattr(study, "write_report", lambda *a: None)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    store = study.Store(tmp_path)
+    runner = _Stub(store, fail={"pretrain.mlm.p1"})
+    study.schedule(_args(tmp_path), _setup(), store, launch=runner)
+    assert runner.started.count("pretrain.mlm.p1") == 1
+    assert not any(k.startswith("finetune.pos.mlm-p1") for k in runner.started)
+    output = capsys.readouterr().out
+    assert "unit pretrain.mlm.p1 failed (exit code 1)" in output
+    assert "not done" in output
+
+
+def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
+    tmp_path,
+):
+    study.check_setup(tmp_path, _setup())
+    study.check_setup(tmp_path, _setup(finetune_seeds=[1, 2, 3]))
+    with pytest.raises(SystemExit, match="differs in preset"):
+        study.check_setup(tmp_path, _setup(preset="small"))
+    with pytest.raises(SystemExit, match=r"total_steps\[electra\]"):
+        study.check_setup(tmp_path, _setup(total_steps={"electra": 200, "mlm": 140}))
+
+
+def test_store_writes_whole_files_and_reads_them_back(tmp_path):
+    store = study.Store(tmp_path)
+    store.write("finetune.pos.none-p1.f1", {"test": {"accuracy": 0.5}})
+    assert store.done("finetune.pos.none-p1.f1")
+    assert store.all() == {"finetune.pos.none-p1.f1": {"test": {"accuracy": 0.5}}}
+    assert not list(store.directory.glob("*.tmp"))
+
+
+def _run(encoder, fseed, test, dev=0.5, task="pos"):
+    return {
+        "task": task,
+        "encoder": encoder,
+        "finetune_seed": fseed,
+        "test": {"accuracy": test},
+        "dev": {"dev": {"accuracy": dev}},
+        "best_epoch": 2,
+        "epochs": [{}, {}, {}],
+        "stopped_early": True,
+    }
+
+
+def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
+    setup = _setup(tasks=["pos"])
+    records = {
+        "pretrain.electra.p1": {
+            "kept": {
+                "100": {"encoder": "electra-p1-s100", "flops": 9.0, "held_out": {}}
+            }
+        },
+        "pretrain.electra.p2": {
+            "kept": {
+                "100": {"encoder": "electra-p2-s100", "flops": 9.0, "held_out": {}}
+            }
+        },
+    }
+    for pseed in (1, 2):
+        for fseed in (1, 2):
+            key = f"finetune.pos.electra-p{pseed}-s100.f{fseed}"
+            records[key] = _run(f"electra-p{pseed}-s100", fseed, 0.9 + 0.01 * pseed)
+            key = f"finetune.pos.none-p{pseed}.f{fseed}"
+            records[key] = _run(f"none-p{pseed}", fseed, 0.8)
+    summary = study.summarise(setup, records)["pos"]
+    electra = summary["electra@100"]
+    assert electra["pretraining_runs"] == 2 and electra["finetuning_runs"] == 4
+    assert electra["test_mean"] == pytest.approx(0.915)
+    assert electra["test_mean_per_pretraining_run"] == {
+        "1": pytest.approx(0.91),
+        "2": pytest.approx(0.92),
+    }
+    assert electra["flops"] == 9.0
+    assert summary["none@0"]["test_mean"] == pytest.approx(0.8)
+    compared = study.comparisons(setup, {"pos": summary})["pos"]["electra - none"]
+    assert compared["difference"] == pytest.approx(0.115)
+    assert 0.0 < compared["low"] <= compared["difference"] <= compared["high"]
+    table = study.markdown(
+        setup, {"pos": summary}, {"pos": {"electra - none": compared}}
+    )
+    assert "| ELECTRA | 100 |" in table and "0.9100, 0.9200" in table
+
+
+def test_bootstrap_interval_covers_zero_when_groups_overlap_and_not_when_apart():
+    rng = np.random.default_rng(0)
+    runs = {s: list(rng.normal(0.8, 0.01, 3)) for s in range(3)}
+    # The same scores, in other runs and orders: no difference to find.
+    shuffled = {s: runs[(s + 1) % 3][::-1] for s in range(3)}
+    overlap = study.bootstrap_difference(runs, shuffled)
+    assert overlap["difference"] == pytest.approx(0.0, abs=1e-12)
+    assert overlap["low"] < 0.0 < overlap["high"]
+    apart = study.bootstrap_difference(
+        {s: [0.9, 0.91, 0.9] for s in range(3)}, {s: [0.8, 0.81] for s in range(3)}
+    )
+    assert apart["low"] > 0.05
+
+
+def test_test_split_is_scored_once_after_training_with_the_trained_model():
+    events = []
+
+    def train():
+        events.append("train")
+        return "model-at-best-dev-epoch", {"best_epoch": 2, "dev": {"dev": {}}}
+
+    def score_test(model):
+        events.append(("test", model))
+        return {"accuracy": 0.7}
+
+    results = study.select_on_dev_then_test(train, score_test)
+    assert events == ["train", ("test", "model-at-best-dev-epoch")]
+    assert results["test"] == {"accuracy": 0.7} and results["best_epoch"] == 2
+
+
+def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monkeypatch):
+    """Fails if the test file is opened before the epoch is chosen."""
+    from electra_tf.finetuning import tagging_data, tagging_run
+
+    pos_dir = pathlib.Path(__file__).parents[2] / "electra_tf/assets/tasks/brown_pos"
+    reads, trained = [], []
+    real_read = tagging_data.read_conll
+
+    def read_conll(path, labelled=True):
+        reads.append((pathlib.Path(path).name, bool(trained)))
+        return real_read(path, labelled)
+
+    class Tagger:
+        def predict_tags(self, words, batch_size):
+            return [["NOUN"] * len(w) for w in words]
+
+    def finetune_tagger_seed(make_tagger, data, config, seed, verbose):
+        trained.append(seed)
+        return Tagger(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.3}}}
+
+    monkeypatch.setattr(tagging_data, "read_conll", read_conll)
+    monkeypatch.setattr(tagging_run, "read_conll", read_conll)
+    monkeypatch.setattr(tagging_run, "finetune_tagger_seed", finetune_tagger_seed)
+    args = argparse.Namespace(pos_dir=str(pos_dir))
+    results = study.finetune_tagging(
+        args,
+        config=types.SimpleNamespace(eval_batch_size=8),
+        pretrained=None,
+        base={"model": None},
+        data={"vocabulary": None},
+        seed=3,
+    )
+    assert ("test.conll", False) not in reads
+    assert ("test.conll", True) in reads
+    assert trained == [3]
+    assert 0.0 < results["test"]["accuracy"] < 1.0
+
+
+def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    store = study.Store(tmp_path)
+    setup = _setup(tasks=["pos"])
+    store.write(
+        "pretrain.electra.p1",
+        {"kept": {"100": {"encoder": "electra-p1-s100", "flops": 9.0, "held_out": {}}}},
+    )
+    for fseed in (1, 2):
+        store.write(
+            f"finetune.pos.electra-p1-s100.f{fseed}",
+            _run("electra-p1-s100", fseed, 0.9),
+        )
+        store.write(f"finetune.pos.none-p1.f{fseed}", _run("none-p1", fseed, 0.8))
+    output = tmp_path / "report"
+    study.write_report(argparse.Namespace(output=str(output)), setup, store)
+    report = json.loads(output.with_suffix(".json").read_text())
+    assert report["summary"]["pos"]["electra@100"]["finetuning_runs"] == 2
+    assert {"command", "date", "machine", "versions"} <= set(report)
+    assert (tmp_path / "report_pos.png").stat().st_size > 0
+    assert "ELECTRA" in output.with_suffix(".md").read_text()
