@@ -51,10 +51,11 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -305,51 +306,36 @@ class Worker:
     """One implementation in its own process, driven over a pipe."""
 
     def __init__(self, name, args, batch_size, steps, batches_file):
-        command = [
-            sys.executable,
-            __file__,
-            "--worker",
-            name,
-            "--data",
-            args.data,
-            "--preset",
-            args.preset,
-            "--steps",
-            str(steps),
-            "--worker-batch-size",
-            str(batch_size),
-            "--batches-file",
-            batches_file,
-        ]
         self.name = name
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
+        self.process = WorkerProcess(
+            name,
+            "bench.suite.pretrain_throughput",
+            [
+                "--worker",
+                name,
+                "--data",
+                args.data,
+                "--preset",
+                args.preset,
+                "--steps",
+                steps,
+                "--worker-batch-size",
+                batch_size,
+                "--batches-file",
+                batches_file,
+            ],
         )
 
     def ask(self, command: str) -> dict:
-        self.process.stdin.write(json.dumps({"command": command}) + "\n")
-        self.process.stdin.flush()
+        """The worker's answer to `command`; `WorkerDied` if it died."""
+        self.process.send(json.dumps({"command": command}))
         while True:
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError(
-                    f"the {self.name} worker died (exit code {self.process.wait()})"
-                )
+            line = self.process.receive()
             if line.startswith("{"):  # libraries may print other lines
                 return json.loads(line)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            try:
-                self.process.stdin.write(json.dumps({"command": "stop"}) + "\n")
-                self.process.stdin.close()
-            except BrokenPipeError:
-                pass
-        self.process.wait()
+        self.process.stop(json.dumps({"command": "stop"}))
 
 
 def _write_batches(args, path, batch_size, count, vocabulary) -> None:
@@ -424,7 +410,7 @@ def measure_memory(args, name, batches_file) -> float | None:
         for _ in range(2):
             worker.ask("steps")
         return worker.ask("rss")["peak_rss_gib"]
-    except RuntimeError as error:
+    except WorkerDied as error:
         print(f"peak-memory run of {name}: {error}")
         return None
     finally:
@@ -485,7 +471,10 @@ def main(argv=None):
         memory_file = os.path.join(scratch, "memory_batches.npz")
         count = (args.warmup_rounds + args.rounds) * args.steps
         _write_batches(args, batches_file, args.batch_size, count, vocabulary)
-        timings, peaks = measure_throughput(args, names, batches_file)
+        try:
+            timings, peaks = measure_throughput(args, names, batches_file)
+        except WorkerDied as error:
+            sys.exit(f"error: {error}")
         memory, available = {}, {}
         if args.memory_batch_size:
             _write_batches(args, memory_file, args.memory_batch_size, 2, vocabulary)

@@ -27,10 +27,11 @@ import json
 import os
 import pathlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+
+from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -158,42 +159,37 @@ def worker(args) -> None:
 
 
 class Server:
+    """One server in its own process, driven over a pipe."""
+
     def __init__(self, name, args, export_dir):
         self.name = name
-        self.process = subprocess.Popen(
+        self.process = WorkerProcess(
+            name,
+            "bench.suite.serving_latency",
             [
-                sys.executable,
-                __file__,
                 "--worker",
                 name,
                 "--preset",
                 args.preset,
                 "--max-seq-length",
-                str(args.max_seq_length),
+                args.max_seq_length,
                 "--export-dir",
                 export_dir,
             ],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
         )
 
     def seconds(self, sentences) -> float:
-        self.process.stdin.write(json.dumps(sentences) + "\n")
-        self.process.stdin.flush()
+        """Seconds the server took to answer `sentences`; `WorkerDied` if it died."""
+        self.process.send(json.dumps(sentences))
         while True:
-            line = self.process.stdout.readline()
-            if not line:
-                raise RuntimeError(f"the {self.name} server died")
+            line = self.process.receive()
             try:
                 return float(json.loads(line))
             except (ValueError, TypeError):  # a library printed something
                 continue
 
     def stop(self):
-        self.process.stdin.close()
-        self.process.wait()
+        self.process.stop()
 
 
 def _percentile(values, fraction):
@@ -226,6 +222,8 @@ def main(argv=None):
                 batch = sentences[start : start + args.batch_size]
                 for name, server in servers.items():
                     throughput[name].append(len(batch) / server.seconds(batch))
+        except WorkerDied as error:
+            sys.exit(f"error: {error}")
         finally:
             for server in servers.values():
                 server.stop()
