@@ -494,9 +494,7 @@ def main(argv=None):
         sequences = args.batch_size / seconds
         # MFU per round against that round's peak, then the median.
         mfu_paper = _mfu(per_step, peaks, "gflops", args.batch_size * paper_flops)
-        mfu_executed = _mfu(
-            per_step, peaks, "gflops", args.batch_size * executed_flops
-        )
+        mfu_executed = _mfu(per_step, peaks, "gflops", args.batch_size * executed_flops)
         mfu_cpu = _mfu(
             timings["cpu"][name],
             peaks,
