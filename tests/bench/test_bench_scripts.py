@@ -1,4 +1,5 @@
-"""Benchmark scripts: `--help` stays cheap; the transformers peer masks as we do."""
+"""Benchmark scripts: `--help` stays cheap; every worker starts and steps; a dead
+worker shows its stderr; the transformers peer masks as we do."""
 
 import json
 import pathlib
@@ -185,3 +186,123 @@ def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
     with pytest.raises(SystemExit, match="its steps differ"):
         study.main([*common, "--steps", "750", "--output", str(tmp_path / "other"),
                     "--keep-from", str(earlier)])
+
+
+# --- Worker processes: every benchmark's workers start, import and step -------
+# (issue 32: a worker started by file path could not import `bench`, and its
+# stderr went nowhere). From another directory, without PYTHONPATH: the
+# benchmark itself must put the repository on the worker's path. The default
+# suite starts every worker and peer with a bad number, which its argument
+# parser rejects once the module (and `bench`, which it imports first) has
+# loaded; the slow tests take one tiny step in each (each test over 30 s on
+# two busy cores: TensorFlow's and PyTorch's imports, tracing).
+
+
+@pytest.fixture
+def elsewhere(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def tiny_shards(tmp_path_factory):
+    from electra_tf.data.tfrecord_writer import build_pretraining_data
+    from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+
+    data_dir = tmp_path_factory.mktemp("shards")
+    build_pretraining_data(
+        [str(REPO / "tests" / "fixtures" / "corpus_excerpt.txt")],
+        Vocabulary.from_file(BUNDLED_VOCABULARY),
+        str(data_dir),
+        max_seq_length=16,
+        num_shards=1,
+        num_eval_shards=0,
+        eval_fraction=0.0,
+        progress=False,
+    )
+    return str(data_dir / "train-*")
+
+
+@pytest.mark.slow
+def test_pretrain_throughput_workers_take_a_step(tiny_shards, elsewhere):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from bench.suite import pretrain_throughput as bench
+
+    args = bench.parse_args(["--data", tiny_shards, "--preset", "tiny"])
+    _, vocabulary, _ = bench._describe(args)
+    batches = str(elsewhere / "batches.npz")
+    bench._write_batches(args, batches, 2, 1, vocabulary)
+    # `ours_graph`: our worker's path without an XLA compilation to wait for.
+    workers = [
+        bench.Worker(name, args, 2, 1, batches)
+        for name in ("ours_graph", "transformers_1_thread")
+    ]
+    try:
+        for worker in workers:  # both start at once; each steps in turn
+            timing = worker.ask("steps")
+            assert timing["wall"] > 0 and timing["cpu"] > 0, worker.name
+            assert worker.ask("rss")["peak_rss_gib"] > 0
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert [w.process.process.returncode for w in workers] == [0, 0]
+
+
+@pytest.mark.slow
+def test_serving_latency_servers_answer(elsewhere):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    pytest.importorskip("tensorflow_text")
+    from bench.suite import serving_latency as bench
+
+    args = bench.parse_args(["--preset", "tiny", "--max-seq-length", "16"])
+    export_dir = str(elsewhere / "export")
+    # The peer starts while ours is exported.
+    servers = [bench.Server("transformers_1_thread", args, export_dir)]
+    try:
+        bench.export_ours(args.preset, args.max_seq_length, export_dir)
+        servers.append(bench.Server("ours", args, export_dir))
+        for server in servers:
+            assert server.seconds(["a fine, funny film ."]) > 0, server.name
+    finally:
+        for server in servers:
+            server.stop()
+    assert [s.process.process.returncode for s in servers] == [0, 0]
+
+
+def test_every_worker_starts_and_a_dead_one_shows_its_stderr(elsewhere):
+    from bench.suite import pretrain_throughput, serving_latency
+    from bench.worker_process import WorkerDied, WorkerProcess
+
+    args = pretrain_throughput.parse_args(["--data", "x", "--preset", "tiny"])
+    workers = [
+        pretrain_throughput.Worker(name, args, "two", 1, "x.npz")
+        for name in pretrain_throughput.IMPLEMENTATIONS
+    ]
+    args = serving_latency.parse_args(["--preset", "tiny"])
+    args.max_seq_length = "long"
+    workers += [
+        serving_latency.Server(name, args, "x") for name in serving_latency.SERVERS
+    ]
+    for worker in workers:
+        worker.process.process.wait()  # dead before it is asked: a broken pipe
+        with pytest.raises(WorkerDied) as error:
+            if isinstance(worker, pretrain_throughput.Worker):
+                worker.ask("steps")
+            else:
+                worker.seconds(["a sentence"])
+        message = str(error.value)
+        assert message.startswith(f"the {worker.name} worker died (exit code 2)")
+        assert "invalid int value: " in message, message
+        worker.stop()
+
+    # Asked while it dies (the end of its stdout), and what issue 32's worker
+    # hid: the import that failed, as its stderr's last line.
+    process = WorkerProcess("broken", "bench.no_such_module", [])
+    with pytest.raises(WorkerDied) as error:
+        process.receive()
+    assert "(exit code 1)" in str(error.value)
+    assert str(error.value).endswith("No module named bench.no_such_module")
+    process.stop()
