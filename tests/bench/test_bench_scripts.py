@@ -50,7 +50,10 @@ def test_help_lists_the_flags(module, flags):
         "print('heavy:', sorted({'tensorflow', 'torch'} & set(sys.modules)))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO,
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
@@ -160,16 +163,32 @@ def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
 
     def fake_run(args, name, hparams):
         ran.append(name)
-        return {"hparams": hparams, "evaluations": [{"step": 250, "rtd_auc": 0.7,
-                                                     "mlm_accuracy": 0.1}]}
+        return {
+            "hparams": hparams,
+            "evaluations": [{"step": 250, "rtd_auc": 0.7, "mlm_accuracy": 0.1}],
+        }
 
     monkeypatch.setattr(study, "run_variant", fake_run)
     monkeypatch.setattr(study, "plot", lambda report, path: None)
-    common = ["--data", "x", "--preset", "tiny", "--steps", "500", "--eval-every",
-              "250", "--out-dir", str(tmp_path), "--study", "custom", "--variants",
-              json.dumps({"a": {"seed": 1}, "b": {"seed": 2}})]
-    study.main([*common, "--output", str(tmp_path / "new"), "--keep-from",
-                str(earlier)])
+    common = [
+        "--data",
+        "x",
+        "--preset",
+        "tiny",
+        "--steps",
+        "500",
+        "--eval-every",
+        "250",
+        "--out-dir",
+        str(tmp_path),
+        "--study",
+        "custom",
+        "--variants",
+        json.dumps({"a": {"seed": 1}, "b": {"seed": 2}}),
+    ]
+    study.main(
+        [*common, "--output", str(tmp_path / "new"), "--keep-from", str(earlier)]
+    )
     report = json.loads((tmp_path / "new.json").read_text())
     assert ran == ["b"]
     assert report["variants"]["a"] == kept_curve
@@ -177,15 +196,25 @@ def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
 
     # Nothing left to run: the merged report is still written.
     only_kept = [*common[:-1], json.dumps({"a": {"seed": 1}})]
-    study.main([*only_kept, "--output", str(tmp_path / "kept"), "--keep-from",
-                str(earlier)])
+    study.main(
+        [*only_kept, "--output", str(tmp_path / "kept"), "--keep-from", str(earlier)]
+    )
     assert ran == ["b"]
     kept = json.loads((tmp_path / "kept.json").read_text())
     assert kept["variants"] == {"a": kept_curve}
 
     with pytest.raises(SystemExit, match="its steps differ"):
-        study.main([*common, "--steps", "750", "--output", str(tmp_path / "other"),
-                    "--keep-from", str(earlier)])
+        study.main(
+            [
+                *common,
+                "--steps",
+                "750",
+                "--output",
+                str(tmp_path / "other"),
+                "--keep-from",
+                str(earlier),
+            ]
+        )
 
 
 # --- Worker processes: every benchmark's workers start, import and step -------
