@@ -12,7 +12,8 @@ whole budget there (this project's 2,000-step demo did). No peer reports it.
 what it sees, each finding with its likely cause and remedy:
 
 * `base_rate_plateau`: held-out `rtd_loss` within `plateau_margin` of the
-  base-rate entropy and AUC under `plateau_auc` for `plateau_evaluations`
+  base-rate entropy and AUC under `plateau_auc` (under `plateau_auc +
+  auc_tolerance` once a plateau has begun) for `plateau_evaluations`
   evaluations in a row, while the generator's MLM accuracy rises;
 * `left_plateau`: the discriminator rose above the base rate after a plateau;
 * `generator_too_strong`: the generator's samples are so often the original
@@ -81,22 +82,34 @@ class TrainingHealth:
         self,
         *,
         plateau_margin: float = 0.05,
-        plateau_auc: float = 0.55,
+        plateau_auc: float = 0.56,
         plateau_evaluations: int = 3,
-        auc_tolerance: float = 0.01,
+        auc_tolerance: float = 0.02,
         strong_generator_accuracy: float = 0.75,
         divergence_factor: float = 1.5,
     ):
         # A discriminator whose held-out loss is within 5% of the base-rate
-        # entropy and whose AUC is under 0.55 has learned next to nothing a
-        # constant cannot do.
+        # entropy and whose AUC is under 0.56 has learned next to nothing a
+        # constant cannot do. Why 0.56, not 0.5: without context it still
+        # ranks tokens by the token alone (words the generator replaces more
+        # often), so the recorded plateaus read AUC 0.48-0.572, higher with a
+        # stronger generator (BENCHMARKS.md section 18's 16-unit one:
+        # 0.548-0.564, which the earlier 0.55 missed), while every recorded
+        # departure read 0.58-0.63 at its first evaluation off the plateau.
+        # Why the AUC and not the loss gap decides: the gap does not separate
+        # them (that plateau sat 1.9-2.2% under the base rate, section 13's
+        # 1/8 generator 2.4-2.8% under it after leaving; the margin only
+        # guards against counting a discriminator that has clearly learned).
         self.plateau_margin = plateau_margin
         self.plateau_auc = plateau_auc
         self.plateau_evaluations = plateau_evaluations
         # A held-out AUC from a small evaluation set wanders by about 0.01
         # (the demo's ~1,000 replaced held-out tokens; its plateau read
-        # 0.49-0.557): once a plateau has begun, an evaluation less than
-        # `auc_tolerance` above `plateau_auc` continues it instead of ending it.
+        # 0.49-0.557) and a plateau's level drifts with its generator: once a
+        # plateau has begun, an evaluation less than `auc_tolerance` above
+        # `plateau_auc` continues it instead of ending it (the 16-unit run's
+        # 0.564, section 13's warm-up-1,500 run's 0.572). Leaving needs 0.58,
+        # under the lowest recorded departure (0.582).
         self.auc_tolerance = auc_tolerance
         # With 3/4 of the samples equal to the original, under 4% of the
         # tokens are replaced at mask_prob 0.15: little signal per example.
