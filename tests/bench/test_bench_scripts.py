@@ -82,6 +82,42 @@ def test_a_preset_argument_that_is_not_a_preset_is_one_line(tmp_path):
         preset_or_exit(str(tmp_path))
 
 
+def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
+    tmp_path, monkeypatch
+):
+    # Both arms keep the preset's encoder dropout (0.0 in this project's
+    # exports); the recorded config said the recipe's 0.1.
+    from electra_tf.finetuning import tagging_run
+    from electra_tf.models.token_classifier import ElectraTokenClassifier
+
+    for split in ("train", "dev"):
+        (tmp_path / f"{split}.conll").write_text("The\tDET\ndog\tNOUN\n")
+    built = []
+
+    def from_preset(preset, **kwargs):
+        built.append(kwargs)
+        backbone = types.SimpleNamespace(hidden_dim=64, dropout=0.0)
+        return types.SimpleNamespace(backbone=backbone)
+
+    def run_tagging(data, make_tagger, config, output_dir, seeds, verbose):
+        make_tagger()
+        result = {"dev": {"dev": {"accuracy": 0.5}}, "best_epoch": 1}
+        return {"seeds": {seed: result for seed in seeds}}
+
+    monkeypatch.setattr(ElectraTokenClassifier, "from_preset", from_preset)
+    monkeypatch.setattr(tagging_run, "run_tagging", run_tagging)
+    from bench.studies import tagging_pretrained_vs_random
+
+    output = tmp_path / "report.json"
+    tagging_pretrained_vs_random.main(
+        ["--pretrained", "preset", "--data-dir", str(tmp_path), "--seeds", "1"]
+        + ["--output", str(output)]
+    )
+    report = json.loads(output.read_text())
+    assert report["config"]["encoder_dropout"] == 0.0
+    assert [kwargs.get("encoder_dropout") for kwargs in built[1:]] == [0.0, 0.0]
+
+
 def test_embedding_pairs_centre_then_compare_and_skip_unknown_words():
     from bench.studies.embedding_pairs import centred_unit_rows, pair_cosines
 
