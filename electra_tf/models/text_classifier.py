@@ -12,6 +12,7 @@ from electra_tf.conversion.keras_hub import encoder_from_keras_hub
 from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ElectraError
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
@@ -165,7 +166,9 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.classifier_dropout = keras.layers.Dropout(
+        # Hashed, as the encoder's: Keras' own dropout is slow under XLA on
+        # CPUs (see HashedDropout).
+        self.classifier_dropout = HashedDropout(
             dropout, dtype=backbone.dtype_policy, name="classifier_dropout"
         )
         self.output_dense = keras.layers.Dense(

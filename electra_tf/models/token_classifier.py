@@ -8,6 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
+from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.token_classifier_preprocessor import (
@@ -78,7 +79,9 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         # === Layers ===
         self.backbone = backbone
         self.preprocessor = preprocessor
-        self.output_dropout = keras.layers.Dropout(
+        # Hashed, as the encoder's: Keras' own dropout is slow under XLA on
+        # CPUs (see HashedDropout).
+        self.output_dropout = HashedDropout(
             dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.output_dense = keras.layers.Dense(
