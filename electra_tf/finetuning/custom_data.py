@@ -8,23 +8,26 @@ TensorBoard, exports) runs on them unchanged:
 
 * formats, by file name: `.csv` (comma-separated, standard double-quote
   quoting), `.tsv` (tab-separated, no quoting: a quote is text, as in GLUE),
-  `.jsonl` / `.json` (one JSON object per line); CSV and TSV files start with
-  a header row naming the columns;
+  `.jsonl` / `.json` (one JSON object per line, or a JSON array of objects);
+  CSV and TSV files start with a header row naming the columns;
 * `text_columns`: one column (single texts) or two (text pairs, packed
   `[CLS] a [SEP] b [SEP]`); `label_column`: the label;
 * classification or regression: forced with `label_type`, or inferred: labels
   that are all numbers but not a small set of integers (more than
   `MAX_INTEGER_CLASSES` distinct values, or any non-integer) are scores;
-  anything else is a set of classes;
+  anything else is a set of classes, except that labels which are numbers but
+  for a few cells (at least `MOSTLY_NUMERIC` of them) are refused, naming those
+  cells: a typo in a score column, or classes to be stated with `label_type`.
+  The inferred type, and the classes with their counts, are logged (INFO);
 * classes are kept as the file writes them ("pos", "1", ...), sorted (numbers
   numerically), so predictions and the exported SavedModel's `label` output
   come back as the user's strings; metrics: accuracy, F1 (two classes: of
   the second class) and MCC; scores: Pearson and Spearman.
 
-Problems (a missing file or column, an empty split, a dev label train never
-had, a row with the wrong number of fields, a label that is not a number in a
-regression task, text that is not UTF-8) raise `DataFileError` with one line
-naming the file, the line and the value.
+Problems (a missing file or column, an empty split, an empty or null label, a
+dev label train never had, a row with the wrong number of fields, a label that
+is not a number in a regression task, text that is not UTF-8) raise
+`DataFileError` with one line naming the file, the line and the value.
 
 Example:
 >>> import pathlib, tempfile
@@ -43,9 +46,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -58,7 +63,14 @@ from electra_tf.finetuning.run import TaskData
 # Integer labels with at most this many distinct values are classes ("1".."5"
 # stars); more, or any fraction, make a regression task.
 MAX_INTEGER_CLASSES = 20
+# Labels that are numbers but for a few cells (this fraction or more, not
+# all): most likely scores with typos ("n/a", "4,5"), so refused rather than
+# read as classes; `label_type="classification"` states the other meaning.
+MOSTLY_NUMERIC = 0.9
 LABEL_TYPES = ("auto", "classification", "regression")
+
+
+logger = logging.getLogger(__name__)
 
 
 class DataFileError(GlueDataError):
@@ -97,6 +109,9 @@ def _rows(path: str, kind: str):
     """Yields `(line_number, row)`: CSV and TSV files first `(1, header list)`,
     then `{column: value}` dicts."""
     text = _read_text(path)
+    if kind == "jsonl" and text.lstrip().startswith("["):
+        yield from _json_array_rows(path, text)
+        return
     if kind == "jsonl":
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -135,6 +150,40 @@ def _rows(path: str, kind: str):
                 f"fields where the header has {len(header)}: {_shorten(fields)}"
             )
         yield reader.line_num, dict(zip(header, fields))
+
+
+def _json_array_rows(path: str, text: str):
+    """Yields `(line_number, object)` of a file holding one JSON array of
+    objects, each with the line its object starts on."""
+    decoder = json.JSONDecoder()
+    whitespace = re.compile(r"[ \t\n\r]*")
+
+    def skip(position):
+        return whitespace.match(text, position).end()
+
+    def fail(position, message):
+        line = text.count("\n", 0, position) + 1
+        raise DataFileError(f"{path}, line {line}: {message} (a JSON array of objects)")
+
+    position = skip(skip(0) + 1)  # past "["
+    if text.startswith("]", position):
+        return
+    while True:
+        try:
+            row, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as error:
+            fail(error.pos, f"not valid JSON ({error.msg})")
+        if not isinstance(row, dict):
+            fail(position, f"expected a JSON object, got {text[position:end][:80]!r}")
+        yield text.count("\n", 0, position) + 1, row
+        position = skip(end)
+        if text.startswith("]", position):
+            break
+        if not text.startswith(",", position):
+            fail(position, "expected ',' or ']' after an object")
+        position = skip(position + 1)
+    if text[skip(position + 1) :]:
+        fail(skip(position + 1), "text after the array's closing ']'")
 
 
 def _shorten(value, limit: int = 80) -> str:
@@ -225,6 +274,70 @@ def infer_label_type(labels: Sequence) -> str:
     return "regression"
 
 
+def _refuse_missing_labels(path, labels, lines, label_column) -> None:
+    """`DataFileError` at the first empty, null or non-scalar label."""
+    for value, line in zip(labels, lines):
+        if value is None or (isinstance(value, str) and not value.strip()):
+            what = "null" if value is None else "empty"
+            raise DataFileError(
+                f"{path}, line {line}: the label ({label_column}) is {what}; every "
+                "training and dev example needs one"
+            )
+        if isinstance(value, (list, dict)):
+            raise DataFileError(
+                f"{path}, line {line}: label {_shorten(value)} is not a string or "
+                "a number"
+            )
+
+
+def _refuse_mostly_numeric(path, labels, lines, label_column) -> None:
+    """`DataFileError` naming the cells that are not numbers, if at least
+    `MOSTLY_NUMERIC` of the labels are numbers (and not all)."""
+    odd = [
+        (line, value) for value, line in zip(labels, lines) if _as_number(value) is None
+    ]
+    if not odd or len(odd) > (1.0 - MOSTLY_NUMERIC) * len(labels):
+        return
+    cells = ", ".join(f"line {line} {_shorten(value, 30)}" for line, value in odd[:5])
+    more = f" and {len(odd) - 5} more" if len(odd) > 5 else ""
+    raise DataFileError(
+        f"{path}: the labels ({label_column}) are numbers but for {len(odd)} of "
+        f"{len(labels)}: {cells}{more}; fix those cells if the labels are scores, "
+        "or pass --label-type classification if every value is a class"
+    )
+
+
+def _log_labels(path, label_type, inferred, train_labels, classes) -> None:
+    how = "inferred; --label-type to force" if inferred else "--label-type"
+    if label_type == "regression":
+        numbers = np.asarray([_as_number(v) for v in train_labels], dtype="float64")
+        logger.info(
+            "%s: labels are scores (%s): %d, from %g to %g, mean %.4g",
+            path,
+            how,
+            len(numbers),
+            numbers.min(),
+            numbers.max(),
+            numbers.mean(),
+        )
+        return
+    counts = Counter(_label_string(v) for v in train_labels)
+    logger.info(
+        "%s: labels are %d classes (%s): %s",
+        path,
+        len(classes),
+        how,
+        ", ".join(f"{label!r} {counts[label]}" for label in classes),
+    )
+    numeric = [label for label in classes if _as_number(label) is not None]
+    if numeric and len(numeric) < len(classes) / 2:
+        logger.warning(
+            "%s: class(es) %s are numbers among word classes: mistakes?",
+            path,
+            ", ".join(f"{label!r} ({counts[label]} examples)" for label in numeric),
+        )
+
+
 def _label_string(value) -> str:
     # JSON numbers and strings alike: 1 and "1" are the same class.
     if isinstance(value, float) and value.is_integer():
@@ -312,8 +425,13 @@ def load_custom_data(
     dev_texts, dev_labels, dev_lines = read_labelled_file(
         dev_file, text_columns, label_column
     )
-    if label_type == "auto":
+    _refuse_missing_labels(train_file, train_labels, train_lines, label_column)
+    _refuse_missing_labels(dev_file, dev_labels, dev_lines, label_column)
+    inferred = label_type == "auto"
+    if inferred:
         label_type = infer_label_type(train_labels)
+        if label_type == "classification":
+            _refuse_mostly_numeric(train_file, train_labels, train_lines, label_column)
 
     def label_array(path, labels, lines, classes):
         if label_type == "regression":
@@ -355,6 +473,7 @@ def load_custom_data(
         label_array(train_file, train_labels, train_lines, classes),
         source=os.fspath(train_file),
     )
+    _log_labels(train_file, label_type, inferred, train_labels, classes)
     dev = GlueExamples(
         task,
         "dev",

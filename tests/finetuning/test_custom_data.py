@@ -174,6 +174,75 @@ def test_bad_tsv_and_jsonl_rows(tmp_path):
         read_labelled_file(tmp_path / "nowhere.csv", ["text"], "label")
 
 
+def test_empty_and_null_labels_are_refused_with_their_line(tmp_path):
+    dev = write(tmp_path / "dev.csv", GOOD_TRAIN)
+    empty = write(tmp_path / "empty.csv", "text,label\ngood,pos\nso-so,\nbad,neg\n")
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(empty, dev)
+    assert str(error.value) == (
+        f"{empty}, line 3: the label (label) is empty; every training and dev "
+        "example needs one"
+    )
+    null = write(
+        tmp_path / "null.jsonl",
+        '{"text": "good", "label": "pos"}\n{"text": "bad", "label": null}\n',
+    )
+    with pytest.raises(DataFileError, match=r"null.jsonl, line 2: .* is null"):
+        load_custom_data(dev, null)  # in the dev file too
+
+
+def test_a_score_column_with_a_typo_names_the_cells(tmp_path):
+    scores = "".join(f"t{i},{i * 0.37:.2f}\n" for i in range(30))
+    train = write(tmp_path / "train.csv", "text,label\n" + scores + "x,n/a\n")
+    dev = write(tmp_path / "dev.csv", "text,label\na,4.86\n")
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(train, dev)
+    assert str(error.value) == (
+        f"{train}: the labels (label) are numbers but for 1 of 31: line 32 'n/a'; "
+        "fix those cells if the labels are scores, or pass --label-type "
+        "classification if every value is a class"
+    )
+    task, _ = load_custom_data(train, train, label_type="classification")
+    assert len(task.labels) == 31
+
+
+def test_the_inferred_labels_are_logged_with_their_counts(tmp_path, caplog):
+    caplog.set_level("INFO", logger="electra_tf.finetuning.custom_data")
+    train = write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\nc,pos\nd,0\n")
+    load_custom_data(train, train)
+    assert (
+        f"{train}: labels are 3 classes (inferred; --label-type to force): "
+        "'0' 1, 'neg' 1, 'pos' 2"
+    ) in caplog.text
+    assert "class(es) '0' (1 examples) are numbers among word classes" in caplog.text
+    scores = write(tmp_path / "scores.csv", "text,label\na,0.5\nb,1.5\n")
+    load_custom_data(scores, scores)
+    assert f"{scores}: labels are scores (inferred" in caplog.text
+    assert "2, from 0.5 to 1.5, mean 1" in caplog.text
+
+
+def test_a_json_array_reads_like_json_lines(tmp_path):
+    rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}]
+    array = write(tmp_path / "train.json", json.dumps(rows, indent=1))
+    lines = write(tmp_path / "dev.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
+    array_texts, array_labels, array_lines = read_labelled_file(
+        array, ["text"], "label"
+    )
+    assert (array_texts, array_labels) == read_labelled_file(lines, ["text"], "label")[
+        :2
+    ]
+    assert array_lines == [2, 6]  # where each object starts
+    bad = write(tmp_path / "bad.json", '[\n{"text": "a", "label": "x"},\n"b"\n]')
+    with pytest.raises(DataFileError) as error:
+        read_labelled_file(bad, ["text"], "label")
+    assert str(error.value) == (
+        f"{bad}, line 3: expected a JSON object, got '\"b\"' (a JSON array of objects)"
+    )
+    write(bad, '[{"text": "a", "label": "x"}\n{"text": "b"}]')
+    with pytest.raises(DataFileError, match=r"line 2: expected ',' or ']'"):
+        read_labelled_file(bad, ["text"], "label")
+
+
 def _rt_slice(split, rows):
     examples = read_glue_tsv(get_task("sst2"), split, str(RT_POLARITY))
     return examples.texts[0][:rows], examples.labels[:rows]
