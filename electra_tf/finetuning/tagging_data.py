@@ -7,8 +7,9 @@ NER, the last column) read; `-DOCSTART-` lines (CoNLL-2003's document
 breaks) are skipped. Every line of a file must have the same number of
 columns; a test file may have one column (words only).
 
-Problems (a missing file, a line with another number of columns, no
-sentences, text that is not UTF-8, a dev tag train never had) raise
+Problems (a missing file, a line with another number of columns, an empty
+word or tag (`word<TAB>`), no sentences, text that is not UTF-8, a dev tag
+train never had) raise
 `TaggingDataError`, one line naming the file, the line and the value.
 
 Example:
@@ -125,6 +126,14 @@ def read_conll(path, labelled: bool = True) -> TaggedSentences:
             raise TaggingDataError(
                 f"{path}, line {number}: {len(fields)} columns where the file's "
                 f"first word line has {columns}: {line[:80]!r}"
+            )
+        if not fields[0].strip():
+            raise TaggingDataError(
+                f"{path}, line {number}: no word before the tab: {line[:80]!r}"
+            )
+        if labelled and not fields[-1].strip():
+            raise TaggingDataError(
+                f"{path}, line {number}: word {fields[0][:40]!r} has an empty tag"
             )
         if not words:
             lines.append(number)

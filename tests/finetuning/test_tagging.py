@@ -91,8 +91,23 @@ def test_reads_two_column_and_conll2003_layouts(tmp_path):
         ("a\tX\nb\tY\n", "\n\n", r"dev.conll: no sentences"),
         ("a\tX\nb\tY\n", "a\nb\n", r"dev.conll, line 1: one column"),
         ("a\tX\nb\tX\n", "a\tX\n", r"train.conll: one tag only"),
+        (
+            "a\tX\nb\t\nc\tY\n",
+            "a\tX\n",
+            r"train.conll, line 2: word 'b' has an empty tag$",
+        ),
+        ("a\tX\nb\tY\n", "\tX\n", r"dev.conll, line 1: no word before the tab"),
     ],
-    ids=["columns", "unseen", "utf8", "empty", "one-column", "one-tag"],
+    ids=[
+        "columns",
+        "unseen",
+        "utf8",
+        "empty",
+        "one-column",
+        "one-tag",
+        "no-tag",
+        "no-word",
+    ],
 )
 def test_bad_files_get_one_line_naming_file_line_and_value(
     tmp_path, train, dev, message
