@@ -13,8 +13,11 @@
   (`null_odds`): the files the official evaluation scripts read.
 
 Answer `answer_start`s are character (Unicode code point) offsets into the
-context, as in the official files. A malformed file raises `SquadDataError`
-naming the file and the question.
+context, as in the official files. A malformed file (an article that is not
+an object or has no `paragraphs`, an `answer_start` that is not an integer, a
+duplicate question id, an empty question or context, most answers off their
+`answer_start`) raises `SquadDataError` naming the file and the article or
+question.
 """
 
 from __future__ import annotations
@@ -79,29 +82,101 @@ def squad_split_path(data_dir: str, version: int, split: str) -> str:
 
 
 def _check_answer(source, qid, context, text, start, misaligned):
-    if not isinstance(start, int) or not 0 <= start <= len(context):
+    if not isinstance(text, str):
+        raise SquadDataError(
+            f"{source}: question {qid}: answer text {text!r} is not a string"
+        )
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise SquadDataError(
+            f"{source}: question {qid}: answer_start {start!r} must be an integer "
+            "(a character offset into the context)"
+        )
+    if not 0 <= start <= len(context):
         raise SquadDataError(
             f"{source}: question {qid}: answer_start {start!r} is outside its "
             f"context of {len(context)} characters"
         )
     if context[start : start + len(text)] != text:
-        misaligned.append(
-            f"question {qid}: the context at {start} reads "
-            f"{context[start : start + len(text)]!r}, not the answer {text!r}"
+        misaligned.append((qid, context, text, start))
+
+
+def _likely_cause(misaligned) -> str:
+    """Why most answers are off their `answer_start`, if one shift explains
+    at least half of them: 1-based offsets, or UTF-8 byte offsets."""
+
+    def at(context, text, start):
+        return context[start : start + len(text)] == text
+
+    def char_offset(context, byte_start):
+        return len(context.encode("utf-8")[:byte_start].decode("utf-8", "ignore"))
+
+    one_based = sum(at(c, t, s - 1) for _, c, t, s in misaligned)
+    in_bytes = sum(at(c, t, char_offset(c, s)) for _, c, t, s in misaligned)
+    if 2 * one_based >= len(misaligned) and one_based >= in_bytes:
+        return (
+            "they are 1-based (the answer is at answer_start - 1); SQuAD's "
+            "offsets count characters from 0"
         )
+    if 2 * in_bytes >= len(misaligned):
+        return (
+            "they look like UTF-8 byte offsets; SQuAD's offsets count characters "
+            "(code points) from 0"
+        )
+    return (
+        "answer_start must be the 0-based character offset of the answer in its "
+        "context (were the contexts changed after the offsets were computed?)"
+    )
 
 
-def _warn_misaligned(source, misaligned):
+def _check_misaligned(source, misaligned, answers: int):
+    """Refuses a file whose answers are mostly off their `answer_start` (its
+    offsets are counted another way); warns about a few."""
+    if not misaligned:
+        return
+    qid, context, text, start = misaligned[0]
+    first = (
+        f"question {qid}: answer_start {start} reads "
+        f"{context[start : start + len(text)]!r}, not the answer {text!r}"
+    )
+    if 2 * len(misaligned) > answers:
+        raise SquadDataError(
+            f"{source}: {len(misaligned)} of {answers} answers are not at their "
+            f"answer_start (first: {first}); {_likely_cause(misaligned)}"
+        )
     # As the original, such answers are kept for evaluation (only their text
     # counts) and their questions left out of training.
-    if misaligned:
-        logger.warning(
-            "%s: %d answers are not at their answer_start (first: %s); their "
-            "questions are not trained on",
-            source,
-            len(misaligned),
-            misaligned[0],
+    logger.warning(
+        "%s: %d of %d answers are not at their answer_start (first: %s); their "
+        "questions are not trained on",
+        source,
+        len(misaligned),
+        answers,
+        first,
+    )
+
+
+def _kind(value) -> str:
+    return type(value).__name__
+
+
+def _check_texts(source, qid, question, context):
+    for name, value in (("question", question), ("context", context)):
+        if not isinstance(value, str):
+            raise SquadDataError(
+                f"{source}: question {qid}: the {name} {value!r:.40} is not a string"
+            )
+        if not value.strip():
+            raise SquadDataError(f"{source}: question {qid}: the {name} is empty")
+
+
+def _check_unique(source, qid, title, seen: dict):
+    if qid in seen:
+        where = f"{seen[qid]!r} and {title!r}" if seen[qid] != title else repr(title)
+        raise SquadDataError(
+            f"{source}: question id {qid!r} occurs twice (article {where}); ids "
+            "must be unique, answers are scored by id"
         )
+    seen[qid] = title
 
 
 def examples_from_json(
@@ -111,15 +186,34 @@ def examples_from_json(
 
     An answer whose text is not at its `answer_start` in the context is kept
     (evaluation uses only the text) with a warning; `answer_is_aligned` is
-    then False and training skips the question, as the original does.
+    then False and training skips the question, as the original does. A file
+    where most answers are off their `answer_start` (1-based or byte offsets)
+    is refused.
     """
     _version_suffix(version)
     if not isinstance(data, Mapping) or not isinstance(data.get("data"), list):
         raise SquadDataError(f"{source}: not a SQuAD file (no 'data' list)")
-    examples, misaligned = [], []
-    for article in data["data"]:
+    examples, misaligned, seen = [], [], {}
+    answer_count = 0
+    for index, article in enumerate(data["data"]):
+        if not isinstance(article, Mapping):
+            raise SquadDataError(
+                f"{source}: article {index} is a {_kind(article)}, not an object "
+                "with 'title' and 'paragraphs'"
+            )
         title = article.get("title", "")
-        for paragraph in article.get("paragraphs", []):
+        paragraphs = article.get("paragraphs")
+        if not isinstance(paragraphs, list):
+            raise SquadDataError(
+                f"{source}: article {index} ({title!r}) has no 'paragraphs' list; "
+                f"its keys: {sorted(article)}"
+            )
+        for paragraph in paragraphs:
+            if not isinstance(paragraph, Mapping):
+                raise SquadDataError(
+                    f"{source}: article {index} ({title!r}): a paragraph is a "
+                    f"{_kind(paragraph)}, not an object with 'context' and 'qas'"
+                )
             try:
                 context = paragraph["context"]
                 qas = paragraph["qas"]
@@ -127,12 +221,21 @@ def examples_from_json(
                 raise SquadDataError(
                     f"{source}: article {title!r}: a paragraph has no {error}"
                 ) from None
+            if not isinstance(qas, list) or not all(
+                isinstance(qa, Mapping) for qa in qas
+            ):
+                raise SquadDataError(
+                    f"{source}: article {index} ({title!r}): a paragraph's 'qas' is "
+                    "not a list of question objects"
+                )
             for qa in qas:
                 qid = qa.get("id")
                 if qid is None or "question" not in qa:
                     raise SquadDataError(
                         f"{source}: article {title!r}: a question has no id or text"
                     )
+                _check_unique(source, str(qid), title, seen)
+                _check_texts(source, qid, qa["question"], context)
                 impossible = bool(qa.get("is_impossible", False))
                 if impossible and version == 1:
                     raise SquadDataError(
@@ -148,7 +251,8 @@ def examples_from_json(
                             "or answer_start"
                         )
                     _check_answer(source, qid, context, text, start, misaligned)
-                    answers.append((text, int(start)))
+                    answers.append((text, start))
+                answer_count += len(answers)
                 if impossible and answers:
                     raise SquadDataError(
                         f"{source}: question {qid} is marked unanswerable but "
@@ -166,7 +270,7 @@ def examples_from_json(
                         title=title,
                     )
                 )
-    _warn_misaligned(source, misaligned)
+    _check_misaligned(source, misaligned, answer_count)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
     return examples
@@ -204,9 +308,13 @@ def examples_from_tfds(
     `plausible_answers` are not used).
     """
     _version_suffix(version)
-    examples, misaligned = [], []
+    examples, misaligned, seen = [], [], {}
+    answer_count = 0
     for record in records:
         qid, context = _text(record["id"]), _text(record["context"])
+        title = _text(record.get("title", b""))
+        _check_unique(source, qid, title, seen)
+        _check_texts(source, qid, _text(record["question"]), context)
         texts = [_text(t) for t in record["answers"]["text"]]
         starts = [int(s) for s in record["answers"]["answer_start"]]
         if len(texts) != len(starts):
@@ -216,6 +324,7 @@ def examples_from_tfds(
             raise SquadDataError(f"{source}: question {qid} has no answer")
         for text, start in zip(texts, starts):
             _check_answer(source, qid, context, text, start, misaligned)
+        answer_count += len(texts)
         examples.append(
             SquadExample(
                 qid=qid,
@@ -223,10 +332,10 @@ def examples_from_tfds(
                 context=context,
                 answers=tuple(zip(texts, starts)),
                 is_impossible=impossible,
-                title=_text(record.get("title", b"")),
+                title=title,
             )
         )
-    _warn_misaligned(source, misaligned)
+    _check_misaligned(source, misaligned, answer_count)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
     return examples

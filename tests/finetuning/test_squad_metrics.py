@@ -188,10 +188,112 @@ CONTEXT = b"Wires whined as a cold November blast rocked the wings."
 
 
 def test_an_answer_off_its_start_is_kept_with_a_warning(caplog):
-    data = _raw([{"text": "Wires", "answer_start": 3}])
+    data = _raw([{"text": "Wires", "answer_start": s} for s in (3, 0, 0)])
     (example,) = examples_from_json(data, 2, source="x.json")
-    assert example.answer_texts == ["Wires"] and not example.answer_is_aligned
-    assert "reads 'es wh'" in caplog.text and "x.json: 1 answers" in caplog.text
+    assert example.answer_texts == ["Wires"] * 3 and not example.answer_is_aligned
+    assert "reads 'es wh'" in caplog.text and "x.json: 1 of 3 answers" in caplog.text
+
+
+def _shifted(shift):
+    data = json.loads((FIXTURE / "train-v1.1.json").read_text())
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                for answer in qa["answers"]:
+                    answer["answer_start"] = shift(paragraph["context"], answer)
+    return data
+
+
+def test_one_based_answer_starts_are_one_error_naming_the_first():
+    data = _shifted(lambda context, answer: answer["answer_start"] + 1)
+    with pytest.raises(SquadDataError) as error:
+        examples_from_json(data, 1, source="x.json")
+    assert str(error.value) == (
+        "x.json: 23 of 23 answers are not at their answer_start (first: question "
+        "fulton_county_grand_jury_00: answer_start 107 reads 'o evidence ', not "
+        "the answer 'no evidence'); they are 1-based (the answer is at "
+        "answer_start - 1); SQuAD's offsets count characters from 0"
+    )
+
+
+def test_byte_offset_answer_starts_are_one_error_naming_the_cause():
+    data = _raw([])
+    paragraph = data["data"][0]["paragraphs"][0]
+    paragraph["context"] = "Caf\u00e9 cr\u00e8me in Z\u00fcrich: Wires whined."
+    byte_start = paragraph["context"].encode().index(b"Wires")
+    paragraph["qas"][0]["answers"] = [{"text": "Wires", "answer_start": byte_start}]
+    with pytest.raises(SquadDataError, match=r"1 of 1 answers .* UTF-8 byte offsets"):
+        examples_from_json(data, 2, source="x.json")
+
+
+WIRES = [{"text": "Wires", "answer_start": 0}]
+
+
+def _bad(change):
+    """`_raw(WIRES)` changed in place by `change(data, article, paragraph, qa)`."""
+    data = _raw([dict(answer) for answer in WIRES])
+    article = data["data"][0]
+    paragraph = article["paragraphs"][0]
+    change(data, article, paragraph, paragraph["qas"][0])
+    return data
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda d, a, p, q: d["data"].append("Biplane"),
+            "x.json: article 1 is a str, not an object with 'title' and 'paragraphs'",
+        ),
+        (
+            lambda d, a, p, q: a.update(paragrahs=a.pop("paragraphs")),
+            "x.json: article 0 ('t') has no 'paragraphs' list; its keys: "
+            "['paragrahs', 'title']",
+        ),
+        (
+            lambda d, a, p, q: q["answers"][0].update(answer_start="0"),
+            "x.json: question q: answer_start '0' must be an integer (a character "
+            "offset into the context)",
+        ),
+        (
+            lambda d, a, p, q: p["qas"].append(dict(q)),
+            "x.json: question id 'q' occurs twice (article 't'); ids must be "
+            "unique, answers are scored by id",
+        ),
+        (
+            lambda d, a, p, q: q.update(question=" "),
+            "x.json: question q: the question is empty",
+        ),
+        (
+            lambda d, a, p, q: p.update(context=""),
+            "x.json: question q: the context is empty",
+        ),
+    ],
+    ids=[
+        "string-article",
+        "paragraphs-key",
+        "string-start",
+        "duplicate-id",
+        "empty-question",
+        "empty-context",
+    ],
+)
+def test_bad_articles_and_questions_are_one_line_naming_them(change, message):
+    with pytest.raises(SquadDataError) as error:
+        examples_from_json(_bad(change), 2, source="x.json")
+    assert str(error.value) == message
+
+
+def test_tfds_records_with_a_duplicate_id_are_refused():
+    record = {
+        "id": b"q1",
+        "title": b"Biplane",
+        "context": CONTEXT,
+        "question": b"Which month?",
+        "answers": {"text": [b"November"], "answer_start": [23]},
+    }
+    with pytest.raises(SquadDataError, match="question id 'q1' occurs twice"):
+        examples_from_tfds([record, record], version=1)
 
 
 def test_tfds_records_convert_like_the_json_reader():
