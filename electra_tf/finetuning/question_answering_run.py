@@ -332,7 +332,12 @@ def run_question_answering(
         "task": f"squad{version}",
         **(run_info or {}),
         "config": config.to_dict(),
-        "train_questions": len(train),
+        # Questions trained on, and those left out because their answer is
+        # not at its answer_start (the readers warned about them).
+        "train_questions": sum(e.is_impossible or e.answer_is_aligned for e in train),
+        "train_questions_misaligned": sum(
+            not (e.is_impossible or e.answer_is_aligned) for e in train
+        ),
         "dev_questions": len(dev),
         "seeds": {},
     }

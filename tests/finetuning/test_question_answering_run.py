@@ -5,6 +5,7 @@ Slow (one tiny model trained, evaluated, exported): run with `-m slow`.
 
 import json
 import pathlib
+import shutil
 
 import pytest
 
@@ -44,10 +45,17 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
         head_hidden_dim=16,
         beam_size=8,
     )
+    # One training answer off its answer_start: kept, but not trained on.
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    shutil.copy(pathlib.Path(FIXTURE) / "dev-v2.0.json", data_dir)
+    train = json.loads((pathlib.Path(FIXTURE) / "train-v2.0.json").read_text())
+    train["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
+    (data_dir / "train-v2.0.json").write_text(json.dumps(train))
     dev = load_squad_split(2, "dev", FIXTURE)
     output_dir, summary = finetune_squad(
         2,
-        data_dir=FIXTURE,
+        data_dir=str(data_dir),
         output_dir=str(tmp_path),
         overrides=overrides,
         model_config=model_config,
@@ -58,6 +66,9 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
     assert summary["config"]["doc_stride"] == 32
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["best_seed"] == 1
+    questions = len(load_squad_split(2, "train", FIXTURE))
+    assert metrics["train_questions"] == questions - 1
+    assert metrics["train_questions_misaligned"] == 1
     assert len(metrics["seeds"]["1"]["epochs"]) == 2
     dev_results = metrics["seeds"]["1"]["dev"]
     assert {"exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"} <= set(
