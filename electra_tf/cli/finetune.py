@@ -56,13 +56,14 @@ def parse_args(argv=None):
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
     files.add_argument("--test-file", help="Unlabelled examples to predict (optional).")
-    files.add_argument("--text-columns", default="text", help="One column, or two "
+    files.add_argument("--text-columns", help="One column, or two "
         "for text pairs, comma-separated (default: text).")
-    files.add_argument("--label-column", default="label",
+    files.add_argument("--label-column",
         help="The label's column (default: label).")
-    files.add_argument("--label-type", default="auto",
+    files.add_argument("--label-type",
         choices=["auto", "classification", "regression"],
-        help="auto: numbers that are not a small set of integers mean regression.")
+        help="auto (the default): numbers that are not a small set of integers "
+        "mean regression; the inferred type and classes are logged.")
     data = parser.add_mutually_exclusive_group()
     data.add_argument("--data-dir", help="GLUE data in the official layout: the "
         "root holding CoLA/, SST-2/, ... or one task's directory. Default: the "
@@ -70,7 +71,11 @@ def parse_args(argv=None):
     data.add_argument("--tfds", action="store_true",
         help="Read glue/<task> from tensorflow-datasets (downloads it).")
     add("--output-dir", help="Output directory (default: runs/finetune/<task>; "
-        "custom for your own classification data).")
+        "custom for your own classification data). One that holds a previous "
+        "run (its metrics.json) is refused unless --overwrite.")
+    add("--overwrite", action="store_true", help="Replace a previous run in "
+        "--output-dir: its TensorBoard logs are deleted, its other files "
+        "overwritten.")
     add("--seeds", default="1,2,3", help="Comma-separated seeds; one run each, "
         "medians reported (default 1,2,3).")
     add("--train-examples", type=int, help="Train on this many of the training "
@@ -78,10 +83,14 @@ def parse_args(argv=None):
         "--seeds run): learning curves and few-example comparisons. Default: all.")
     add("--sample-seed", type=int, default=0, help="Seed of the --train-examples "
         "draw (default 0).")
-    add("--epochs", type=int, help="Default: the task's (3; RTE and STS-B 10).")
+    add("--epochs", type=int, help="At least 1. Default: the task's (3; RTE "
+        "and STS-B 10; SQuAD 2).")
     add("--batch-size", type=int, help="Default: 32.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
     add("--layerwise-decay", type=float, help="Default: 0.8 (0.9 for large).")
+    add("--max-seq-length", type=int, help="Tokens per packed example (SQuAD: "
+        "per window); longer inputs are truncated (tagging, SQuAD: cut into "
+        "windows). At least 8. Default: 128; SQuAD 512.")
     add("--hparams", default="{}", help="JSON object of FinetuningConfig "
         'overrides, e.g. \'{"warmup_fraction": 0.05, "corrected_layerwise_decay": '
         "true}'. Unknown keys are an error.")

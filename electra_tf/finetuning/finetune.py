@@ -23,8 +23,10 @@ from electra_tf.finetuning.settings import (
     DEMO_PRETRAINED,
     DEMO_TAGGING,
     FinetuningFlags,
+    check_output_dir,
     parse_seeds,
     random_init_model,
+    refuse_flags_that_do_not_apply,
     refuse_train_examples,
     resolve_finetuning_config,
 )
@@ -66,6 +68,9 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         )
     if tagging:
         refuse_train_examples(flags)
+    refuse_flags_that_do_not_apply(
+        flags, "tagging" if tagging else "custom" if custom else "glue"
+    )
     seeds = parse_seeds(flags.seeds)
     task = tags = None
     if tagging:
@@ -83,9 +88,9 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             flags.train_file,
             flags.dev_file,
             flags.test_file,
-            text_columns=[c.strip() for c in flags.text_columns.split(",")],
-            label_column=flags.label_column,
-            label_type=flags.label_type,
+            text_columns=[c.strip() for c in (flags.text_columns or "text").split(",")],
+            label_column=flags.label_column or "label",
+            label_type=flags.label_type or "auto",
         )
         name, data_source = task.name, flags.train_file
     else:
@@ -129,6 +134,7 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         )
     logger.info("%s recipe for %s: %s", size, name, config.to_dict())
     output_dir = flags.output_dir or os.path.join("runs", "finetune", name)
+    check_output_dir(output_dir, flags.overwrite)
     run_info = {"pretrained": pretrained or "none", "data": data_source, "recipe": size}
     if flags.train_examples is not None:
         run_info["sample_seed"] = flags.sample_seed

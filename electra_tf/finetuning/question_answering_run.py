@@ -44,9 +44,12 @@ from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     DEMO_PRETRAINED,
     FinetuningFlags,
+    check_output_dir,
+    flag_overrides,
     parse_seeds,
     random_init_model,
     recipe_for_width,
+    refuse_flags_that_do_not_apply,
     refuse_train_examples,
 )
 from electra_tf.finetuning.squad_data import (
@@ -483,6 +486,9 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
     if flags.task not in SQUAD_TASKS:
         raise ConfigError(f"{flags.task} is not squad1 or squad2")
     refuse_train_examples(flags)
+    refuse_flags_that_do_not_apply(flags, "squad")
+    output_dir = flags.output_dir or os.path.join("runs", "finetune", flags.task)
+    check_output_dir(output_dir, flags.overwrite)
     version = SQUAD_TASKS[flags.task]
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
     if pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
@@ -493,13 +499,7 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
     model_config = vocabulary = None
     if pretrained is None:
         model_config, vocabulary = random_init_model(flags)
-    from_flags = {
-        "epochs": flags.epochs,
-        "batch_size": flags.batch_size,
-        "learning_rate": flags.learning_rate,
-        "layerwise_decay": flags.layerwise_decay,
-    }
-    overrides = {k: v for k, v in from_flags.items() if v is not None}
+    overrides = flag_overrides(flags)
     # XLA on CPUs is measured to pay off for pre-training, not fine-tuning.
     overrides["jit_compile"] = resolve_jit_compile(flags.jit, on_cpu=False)
     overrides.update(parse_hparams(flags.hparams))
@@ -508,7 +508,7 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
         data_dir=flags.data_dir,
         use_tfds=flags.tfds,
         pretrained=pretrained,
-        output_dir=flags.output_dir,
+        output_dir=output_dir,
         seeds=parse_seeds(flags.seeds),
         overrides=overrides,
         model_config=model_config,

@@ -8,7 +8,10 @@ lays the flags over it and `--hparams` over the flags, and builds the
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
+
+import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
 from electra_tf.conversion.keras_hub import preset_vocabulary
@@ -23,6 +26,11 @@ _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
 # The tagging demo: the first sentences of the Brown POS task, CoNLL layout.
 DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
+# The shortest packed example: [CLS], one or two [SEP]s and a few tokens of
+# text (the pre-training minimum too).
+MIN_SEQ_LENGTH = 8
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,9 +94,14 @@ class FinetuningConfig(_Config):
             raise ConfigError(
                 f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
             )
-        for name in ("batch_size", "eval_batch_size", "max_seq_length"):
+        for name in ("batch_size", "eval_batch_size"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.max_seq_length < MIN_SEQ_LENGTH:
+            raise ConfigError(
+                f"max_seq_length must be at least {MIN_SEQ_LENGTH} ([CLS], [SEP] "
+                f"and some text), got {self.max_seq_length}"
+            )
         for name in ("epochs", "reinit_layers", "early_stopping_patience"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -140,13 +153,16 @@ class FinetuningFlags:
     train_file: str | None = None
     dev_file: str | None = None
     test_file: str | None = None
-    # Their text column(s), comma-separated, and label column.
-    text_columns: str = "text"
-    label_column: str = "label"
-    # "auto", "classification" or "regression".
-    label_type: str = "auto"
+    # Their text column(s), comma-separated (None: "text"), and label column
+    # (None: "label").
+    text_columns: str | None = None
+    label_column: str | None = None
+    # "auto", "classification" or "regression" (None: "auto").
+    label_type: str | None = None
     # Default: runs/finetune/<task>.
     output_dir: str | None = None
+    # Replace a previous run in `output_dir` (else refused).
+    overwrite: bool = False
     # One run per seed; medians are reported.
     seeds: str = "1,2,3"
     # Train on this many training examples, drawn with `sample_seed` (the
@@ -158,6 +174,7 @@ class FinetuningFlags:
     batch_size: int | None = None
     learning_rate: float | None = None
     layerwise_decay: float | None = None
+    max_seq_length: int | None = None
     # A JSON object (or dict) of FinetuningConfig fields.
     hparams: str | dict = "{}"
     # Random initialisation only: the model size (a preset name, or a keras-hub
@@ -231,22 +248,90 @@ def refuse_train_examples(flags: FinetuningFlags) -> None:
         raise ConfigError("--train-examples is for classification and regression tasks")
 
 
-def resolve_finetuning_config(
-    flags: FinetuningFlags, hidden_dim: int, *, jit_compile: bool
-) -> tuple[str, FinetuningConfig]:
-    """The recipe's size name and the run's config, in one pass.
+# The flags that only your own classification files read, and what reads them.
+_OWN_FILE_FLAGS = (
+    ("text_columns", "--text-columns"),
+    ("label_column", "--label-column"),
+    ("label_type", "--label-type"),
+)
 
-    The recipe of the paper size closest to `hidden_dim`, then the flags, then
-    `jit_compile` (`--jit` resolved), then `--hparams` (unknown keys raise
-    `ConfigError`).
+
+def refuse_flags_that_do_not_apply(flags: FinetuningFlags, kind: str) -> None:
+    """`ConfigError` naming the first flag given that a run of `kind` would
+    ignore: "squad" (reads --data-dir or --tfds), "tagging" (CoNLL files),
+    "glue" (a GLUE task's data) or "custom" (your own files)."""
+    if kind == "custom":
+        return
+    given = list(_OWN_FILE_FLAGS)
+    if kind == "squad":
+        given = [
+            ("train_file", "--train-file"),
+            ("dev_file", "--dev-file"),
+            ("test_file", "--test-file"),
+            *given,
+        ]
+        why = f"--task {flags.task}, which reads --data-dir or --tfds"
+    elif kind == "tagging":
+        why = "--task tagging (CoNLL files: the word first, its tag last)"
+    else:
+        given.append(("test_file", "--test-file"))
+        why = f"GLUE task {flags.task or 'sst2'} (it is for your own --train-file)"
+    for name, flag in given:
+        if getattr(flags, name) is not None:
+            raise ConfigError(f"{flag} does not apply to {why}")
+
+
+def flag_overrides(flags: FinetuningFlags) -> dict:
+    """The config fields the flags set (`--epochs`, `--batch-size`,
+    `--learning-rate`, `--layerwise-decay`, `--max-seq-length`), for the
+    GLUE, tagging and SQuAD configs alike; the fields' own checks follow.
+
+    `--epochs 0` is refused here: the config's 0 ("the task's default") is
+    not a value to reach from the command line by accident.
     """
-    size, recipe = recipe_for_width(hidden_dim)
+    if flags.epochs is not None and flags.epochs < 1:
+        raise ConfigError(f"--epochs must be >= 1, got {flags.epochs}")
     from_flags = {
         "epochs": flags.epochs,
         "batch_size": flags.batch_size,
         "learning_rate": flags.learning_rate,
         "layerwise_decay": flags.layerwise_decay,
+        "max_seq_length": flags.max_seq_length,
     }
-    changes = {k: v for k, v in from_flags.items() if v is not None}
-    changes = {**changes, "jit_compile": jit_compile, **parse_hparams(flags.hparams)}
+    return {k: v for k, v in from_flags.items() if v is not None}
+
+
+def check_output_dir(output_dir: str, overwrite: bool) -> None:
+    """Refuses an `output_dir` holding a previous run (its `metrics.json`)
+    unless `overwrite`; then that run's TensorBoard logs are deleted, so
+    that the new run's events are not mixed with them (its other files are
+    overwritten as the run writes its own)."""
+    if not tf.io.gfile.exists(os.path.join(output_dir, "metrics.json")):
+        return
+    if not overwrite:
+        raise ConfigError(
+            f"--output-dir {output_dir} holds a previous run (metrics.json); pass "
+            "--overwrite to replace it, or choose another directory"
+        )
+    logs = os.path.join(output_dir, "logs")
+    if tf.io.gfile.exists(logs):
+        tf.io.gfile.rmtree(logs)
+    logger.info("--overwrite: replacing the previous run in %s", output_dir)
+
+
+def resolve_finetuning_config(
+    flags: FinetuningFlags, hidden_dim: int, *, jit_compile: bool
+) -> tuple[str, FinetuningConfig]:
+    """The recipe's size name and the run's config, in one pass.
+
+    The recipe of the paper size closest to `hidden_dim`, then the flags
+    (`flag_overrides`), then `jit_compile` (`--jit` resolved), then
+    `--hparams` (unknown keys raise `ConfigError`).
+    """
+    size, recipe = recipe_for_width(hidden_dim)
+    changes = {
+        **flag_overrides(flags),
+        "jit_compile": jit_compile,
+        **parse_hparams(flags.hparams),
+    }
     return size, recipe.override(**changes)

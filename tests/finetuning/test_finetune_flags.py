@@ -1,0 +1,144 @@
+"""`finetune/run.py` flags that do not fit the run: each is one line (exit
+status 2) before anything is trained or written, and a previous run in
+`--output-dir` is kept unless `--overwrite`. No model is built here."""
+
+import json
+import pathlib
+
+import pytest
+
+from electra_tf.cli.finetune import main, parse_args
+from electra_tf.config import ConfigError
+from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
+from electra_tf.finetuning.settings import (
+    FinetuningFlags,
+    check_output_dir,
+    flag_overrides,
+    resolve_finetuning_config,
+)
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+GLUE = ["--pretrained", "none", "--data-dir", str(REPO / "tests/fixtures/glue")]
+SQUAD = ["--pretrained", "none", "--data-dir", str(REPO / "tests/fixtures/squad")]
+TAGGING = ["--task", "tagging", "--pretrained", "none"]
+
+
+def _error(capsys, argv):
+    assert main(argv) == 2
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert line.startswith("error: ")
+    return line.removeprefix("error: ")
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            [*TAGGING, "--max-seq-length", "2"],
+            "max_seq_length must be at least 8 ([CLS], [SEP] and some text), got 2",
+        ),
+        (
+            [*GLUE, "--hparams", '{"max_seq_length": 1}'],
+            "max_seq_length must be at least 8 ([CLS], [SEP] and some text), got 1",
+        ),
+        ([*GLUE, "--epochs", "0"], "--epochs must be >= 1, got 0"),
+        ([*TAGGING, "--epochs", "0"], "--epochs must be >= 1, got 0"),
+        (["--task", "squad1", *SQUAD, "--epochs", "0"], "--epochs must be >= 1, got 0"),
+        (
+            ["--task", "squad1", *SQUAD, "--train-file", "train.json"],
+            "--train-file does not apply to --task squad1, which reads --data-dir "
+            "or --tfds",
+        ),
+        (
+            ["--task", "squad2", *SQUAD, "--label-column", "answer"],
+            "--label-column does not apply to --task squad2, which reads "
+            "--data-dir or --tfds",
+        ),
+        (
+            [*TAGGING, "--text-columns", "word"],
+            "--text-columns does not apply to --task tagging (CoNLL files: the "
+            "word first, its tag last)",
+        ),
+        (
+            [*GLUE, "--task", "rte", "--label-type", "regression"],
+            "--label-type does not apply to GLUE task rte (it is for your own "
+            "--train-file)",
+        ),
+        (
+            [*GLUE, "--test-file", "test.csv"],
+            "--test-file does not apply to GLUE task sst2 (it is for your own "
+            "--train-file)",
+        ),
+    ],
+    ids=[
+        "max-seq-length-2-tagging",
+        "max-seq-length-1-classification",
+        "epochs-0-glue",
+        "epochs-0-tagging",
+        "epochs-0-squad",
+        "train-file-squad",
+        "label-column-squad",
+        "text-columns-tagging",
+        "label-type-glue",
+        "test-file-glue",
+    ],
+)
+def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
+    assert _error(capsys, argv) == message
+
+
+def _previous_run(directory: pathlib.Path) -> dict[pathlib.Path, bytes]:
+    files = {
+        directory / "metrics.json": json.dumps({"task": "sst2"}).encode(),
+        directory / "logs" / "seed_1" / "events.out.tfevents.1": b"events",
+        directory / "dev_predictions.tsv": b"index\tprediction\n0\t1\n",
+    }
+    for path, data in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return files
+
+
+@pytest.mark.parametrize(
+    "argv", [GLUE, [*TAGGING], ["--task", "squad1", *SQUAD]], ids=str
+)
+def test_a_reused_output_dir_is_refused_and_kept(argv, capsys, tmp_path):
+    files = _previous_run(tmp_path / "run")
+    message = _error(capsys, [*argv, "--output-dir", str(tmp_path / "run")])
+    assert message == (
+        f"--output-dir {tmp_path / 'run'} holds a previous run (metrics.json); "
+        "pass --overwrite to replace it, or choose another directory"
+    )
+    assert {path: path.read_bytes() for path in files} == files
+
+
+def test_overwrite_deletes_the_previous_runs_tensorboard_logs(tmp_path):
+    files = _previous_run(tmp_path)
+    check_output_dir(str(tmp_path), overwrite=True)
+    assert not (tmp_path / "logs").exists()
+    assert (tmp_path / "metrics.json").read_bytes() == files[tmp_path / "metrics.json"]
+    check_output_dir(str(tmp_path / "new"), overwrite=False)  # nothing there
+
+
+def test_max_seq_length_flag_reaches_every_config():
+    flags = FinetuningFlags(max_seq_length=96, epochs=2)
+    _, config = resolve_finetuning_config(flags, 64, jit_compile=False)
+    assert (config.max_seq_length, config.epochs) == (96, 2)
+    squad = QuestionAnsweringConfig().override(**flag_overrides(flags))
+    assert (squad.max_seq_length, squad.epochs) == (96, 2)
+    # --hparams still wins over the flag, as for every other field.
+    flags = FinetuningFlags(max_seq_length=64, hparams='{"max_seq_length": 32}')
+    _, config = resolve_finetuning_config(flags, 64, jit_compile=False)
+    assert config.max_seq_length == 32
+    with pytest.raises(ConfigError, match="--epochs must be >= 1, got -1"):
+        flag_overrides(FinetuningFlags(epochs=-1))
+
+
+def test_help_names_max_seq_length_and_overwrite(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--max-seq-length MAX_SEQ_LENGTH Tokens per packed example" in text
+    assert "is refused unless --overwrite" in text
+    assert "--overwrite Replace a previous run in --output-dir" in text
+    assert "--epochs EPOCHS At least 1." in text
