@@ -56,10 +56,9 @@ def parse_args(argv=None):
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
     files.add_argument("--test-file", help="Unlabelled examples to predict (optional).")
-    files.add_argument("--text-columns", help="One column, or two "
-        "for text pairs, comma-separated (default: text).")
-    files.add_argument("--label-column",
-        help="The label's column (default: label).")
+    files.add_argument("--text-columns", help="One column, or two for text "
+        "pairs, comma-separated (default: text).")
+    files.add_argument("--label-column", help="The label's column (default: label).")
     files.add_argument("--label-type",
         choices=["auto", "classification", "regression"],
         help="auto (the default): numbers that are not a small set of integers "
@@ -74,8 +73,7 @@ def parse_args(argv=None):
         "custom for your own classification data). One that holds a previous "
         "run (its metrics.json) is refused unless --overwrite.")
     add("--overwrite", action="store_true", help="Replace a previous run in "
-        "--output-dir: its TensorBoard logs are deleted, its other files "
-        "overwritten.")
+        "--output-dir: its TensorBoard logs are deleted, other files overwritten.")
     add("--seeds", default="1,2,3", help="Comma-separated seeds; one run each, "
         "medians reported (default 1,2,3).")
     add("--train-examples", type=int, help="Train on this many of the training "
