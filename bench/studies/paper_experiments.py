@@ -464,6 +464,14 @@ def flops_per_sequence(configs) -> float:
     return pretraining_flops(configs["model"], configs["pretraining"])
 
 
+def executed_flops_per_sequence(configs) -> float:
+    """What the hardware executes: at this size the paper's count charges
+    ELECTRA's generator a dense one-hot embedding lookup it does not do."""
+    from electra_tf.pretraining.flops import executed_pretraining_flops
+
+    return executed_pretraining_flops(configs["model"], configs["pretraining"])
+
+
 def plan_steps(budget, per_sequence, batch_size, every, fractions):
     """(total steps, kept steps): multiples of `every` nearest the budget and
     its fractions, at least one `every`."""
@@ -626,6 +634,10 @@ def make_setup(args, data) -> dict:
     per_sequence = {
         v.name: flops_per_sequence(variant_configs(base, v, 0)) for v in variants
     }
+    executed = {
+        v.name: executed_flops_per_sequence(variant_configs(base, v, 0))
+        for v in variants
+    }
     electra = flops_per_sequence(variant_configs(base, Variant("e", "electra"), 0))
     budget = args.electra_steps * args.batch_size * electra
     plans = {
@@ -653,6 +665,7 @@ def make_setup(args, data) -> dict:
         "finetune_seeds": _list(args.finetune_seeds, int, "--finetune-seeds"),
         "curve_seeds": args.curve_seeds,
         "flops_per_sequence": per_sequence,
+        "executed_flops_per_sequence": executed,
         "total_steps": {name: plan[0] for name, plan in plans.items()},
         "kept_steps": {name: plan[1] for name, plan in plans.items()},
     }
@@ -666,6 +679,7 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
         stored = json.loads(path.read_text())
         additive = {"variant_seeds", "pretraining_seeds", "finetune_seeds", "tasks"}
         additive |= {"max_epochs", "patience", "flops_per_sequence"}
+        additive |= {"executed_flops_per_sequence"}
         additive |= {"total_steps", "kept_steps"}
         changed = sorted(
             k
@@ -765,10 +779,16 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
     """Per task and encoder group, every run's test and dev score."""
     runs = [r for k, r in records.items() if k.startswith("finetune.")]
     pretraining = {k: r for k, r in records.items() if k.startswith("pretrain.")}
-    flops, held_out = {}, {}
+    flops, executed, held_out = {}, {}, {}
+    per_sequence = setup.get("executed_flops_per_sequence", {})
     for record in pretraining.values():
-        for kept in record["kept"].values():
+        for step, kept in record["kept"].items():
             flops[kept["encoder"]] = kept["flops"]
+            executed[kept["encoder"]] = (
+                int(step) * setup["batch_size"] * per_sequence[record["variant"]]
+                if record.get("variant") in per_sequence
+                else None
+            )
             held_out[kept["encoder"]] = kept["held_out"]
     summary = {}
     for task in setup["tasks"]:
@@ -792,6 +812,7 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
                     "epochs_run": len(run["epochs"]),
                     "stopped_early": run.get("stopped_early", False),
                     "flops": flops.get(encoder, 0.0),
+                    "executed_flops": executed.get(encoder, 0.0),
                     "held_out": held_out.get(encoder, {}),
                 }
             )
@@ -811,6 +832,10 @@ def _describe(variant, step, points) -> dict:
         "variant": variant,
         "step": step,
         "flops": points[0]["flops"],
+        "executed_flops": points[0]["executed_flops"],
+        "held_out": {
+            str(p["pretraining_seed"]): p["held_out"] for p in points if p["held_out"]
+        },
         "runs": sorted(
             points, key=lambda p: (p["pretraining_seed"], p["finetune_seed"])
         ),
@@ -933,9 +958,9 @@ def markdown(setup, summary, compared) -> str:
         lines += [
             f"### {task}",
             "",
-            "| encoder | step | FLOPs | runs | test | per pre-training run | dev "
-            "| best epoch last |",
-            "|---|---:|---:|---:|---|---|---:|---:|",
+            "| encoder | step | FLOPs (paper) | FLOPs (executed) | runs | test | "
+            "per pre-training run | dev | best epoch last |",
+            "|---|---:|---:|---:|---:|---|---|---:|---:|",
         ]
         for point in points.values():
             per_run = ", ".join(
@@ -943,7 +968,8 @@ def markdown(setup, summary, compared) -> str:
             )
             lines.append(
                 f"| {label(point['variant'])} | {point['step']} | "
-                f"{point['flops']:.3g} | {point['pretraining_runs']} x "
+                f"{point['flops']:.3g} | {point['executed_flops'] or 0:.3g} | "
+                f"{point['pretraining_runs']} x "
                 f"{point['finetuning_runs'] // max(1, point['pretraining_runs'])} | "
                 f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
                 f"{point['dev_mean']:.4f} | {point['best_epoch_is_last']} of "
