@@ -291,3 +291,46 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     assert {"command", "date", "machine", "versions"} <= set(report)
     assert (tmp_path / "report_pos.png").stat().st_size > 0
     assert "ELECTRA" in output.with_suffix(".md").read_text()
+
+
+def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
+    tmp_path, monkeypatch
+):
+    """Fails if test.tsv is opened before the epoch is chosen."""
+    from electra_tf.finetuning import glue_readers, run
+
+    task_dir = tmp_path / "sentiment"
+    task_dir.mkdir()
+    for split, rows in (("train", 4), ("dev", 2), ("test", 3)):
+        lines = ["sentence\tlabel"] + [f"words {i}\t{i % 2}" for i in range(rows)]
+        (task_dir / f"{split}.tsv").write_text("\n".join(lines) + "\n")
+    reads, trained = [], []
+    real_read = glue_readers.read_glue_tsv
+
+    def read_glue_tsv(task, split, data_dir):
+        reads.append((split, bool(trained)))
+        return real_read(task, split, data_dir)
+
+    class Classifier:
+        def evaluate(self, dataset, verbose, return_dict):
+            labels = [int(y) for _, batch in dataset for y in batch.numpy()]
+            return {"accuracy": sum(y == 0 for y in labels) / len(labels)}
+
+    def finetune_seed(make_classifier, task, data, config, seed, verbose):
+        assert len(data.train) == 4 and not data.test
+        trained.append(seed)
+        return Classifier(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.5}}}
+
+    monkeypatch.setattr(glue_readers, "read_glue_tsv", read_glue_tsv)
+    monkeypatch.setattr(run, "finetune_seed", finetune_seed)
+    results = study.finetune_classification(
+        argparse.Namespace(sentiment_dir=str(task_dir)),
+        config=types.SimpleNamespace(eval_batch_size=8),
+        pretrained=None,
+        base={"model": None},
+        data={"vocabulary": None},
+        seed=2,
+    )
+    assert ("test", False) not in reads and ("test", True) in reads
+    assert trained == [2]
+    assert results["test"]["accuracy"] == pytest.approx(2 / 3)
