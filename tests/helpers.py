@@ -10,6 +10,10 @@ import re  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+# How long a test waits for a subprocess: a guard against hangs only. Tests run
+# on busy machines too (a 2-core box with training jobs beside the suite took a
+# 5-minute subprocess past 300 s), so no test's outcome may hinge on speed.
+SUBPROCESS_TIMEOUT = 3600
 # Ids of the special tokens in every tiny test vocabulary (BERT's are 0, 100-103).
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 TINY_VOCABULARY_SIZE = 200

@@ -28,6 +28,7 @@ from tests.helpers import (
     MASK,
     PAD,
     SEP,
+    SUBPROCESS_TIMEOUT,
     TINY_VOCABULARY_SIZE,
     make_pretrainer,
     random_batch,
@@ -45,7 +46,7 @@ def test_mirrored_two_replicas_match_one_device():
         [sys.executable, "-m", "tests.mirrored_step_check"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=SUBPROCESS_TIMEOUT,
         cwd=REPO,  # where `tests` is a package
     )
     assert result.returncode == 0, result.stderr[-3000:]
@@ -277,7 +278,7 @@ def test_tpu_strategy_without_a_tpu_names_the_flag():
         [sys.executable, "-c", script],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=SUBPROCESS_TIMEOUT,
         cwd=REPO,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"},
     )

@@ -8,6 +8,8 @@ import sys
 
 import pytest
 
+from tests.helpers import SUBPROCESS_TIMEOUT
+
 REPO = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "electra_tf"
 
@@ -75,9 +77,7 @@ def test_the_import_graph_has_no_cycle():
 def test_library_imports_of_our_modules_are_at_the_top():
     for path in PACKAGE.rglob("*.py"):
         late = [
-            name
-            for name, at_top in _imports(ast.parse(path.read_text()))
-            if not at_top
+            name for name, at_top in _imports(ast.parse(path.read_text())) if not at_top
         ]
         assert not late, f"{path.relative_to(REPO)} imports {late} inside a function"
 
@@ -115,7 +115,10 @@ def test_the_public_api_loads_our_keras_files(tmp_path):
         "print(type(model).__name__)\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().endswith("ElectraEncoder")

@@ -10,7 +10,7 @@ import types
 import numpy as np
 import pytest
 
-from tests.helpers import CLS, MASK, PAD, SEP, random_batch
+from tests.helpers import CLS, MASK, PAD, SEP, SUBPROCESS_TIMEOUT, random_batch
 
 REPO = pathlib.Path(__file__).parents[2]
 
@@ -54,7 +54,7 @@ def test_help_lists_the_flags(module, flags):
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0, result.stderr
     for flag in flags:

@@ -31,6 +31,7 @@ from electra_tf.data.tfrecord_writer import (
     is_held_out,
 )
 from electra_tf.data.vocabulary import Vocabulary
+from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
@@ -378,7 +379,7 @@ def test_cli_help_runs_from_the_repo_root():
         cwd=REPO,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0
     for flag in ("--input", "--vocab", "--learn-vocab-size", "--num-hosts"):

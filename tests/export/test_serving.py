@@ -29,7 +29,7 @@ from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from tests.helpers import randomize_weights
+from tests.helpers import SUBPROCESS_TIMEOUT, randomize_weights
 
 REPO = pathlib.Path(__file__).parents[2]
 SEQUENCE_LENGTH = 32
@@ -191,7 +191,7 @@ def served(models, tmp_path_factory):
         [sys.executable, "-c", FRESH_PROCESS, arguments],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=SUBPROCESS_TIMEOUT,
         cwd=cwd,
         env=env,
     )
@@ -304,7 +304,7 @@ def test_saved_model_cli_lists_signatures_shapes_and_dtypes(models):
         for name in names
     }
     listed = {
-        name: _signatures(p.communicate(timeout=300)[0])
+        name: _signatures(p.communicate(timeout=SUBPROCESS_TIMEOUT)[0])
         for name, p in processes.items()
     }
 

@@ -43,7 +43,7 @@ from electra_tf.models.token_classifier_preprocessor import (
     split_words,
 )
 from electra_tf.presets import get_preset
-from tests.helpers import TINY_VOCABULARY_SIZE
+from tests.helpers import SUBPROCESS_TIMEOUT, TINY_VOCABULARY_SIZE
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 BROWN = REPO / "electra_tf" / "assets" / "tasks" / "brown_pos"
@@ -359,7 +359,7 @@ def test_saved_model_serves_raw_text_in_a_fresh_process(
         ],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=SUBPROCESS_TIMEOUT,
         cwd=tmp_path,
         env=env,
     )

@@ -29,6 +29,7 @@ from electra_tf.models.question_answerer_preprocessor import (
     QuestionAnsweringInputError,
 )
 from electra_tf.models.text_classifier import PretrainedModelError
+from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = REPO / "tests" / "fixtures" / "squad"
@@ -285,7 +286,7 @@ def test_saved_model_serves_the_same_answers_without_electra_tf(trained, dev, tm
         [sys.executable, "-c", FRESH_PROCESS, arguments],
         capture_output=True,
         text=True,
-        timeout=600,
+        timeout=SUBPROCESS_TIMEOUT,
         cwd=tmp_path,
         env=env,
     )

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.helpers import SUBPROCESS_TIMEOUT
+
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = REPO / "electra_tf" / "assets" / "corpus" / "brown.txt.gz"
 ARGS = [
@@ -48,7 +50,10 @@ def _command(model_dir, *extra):
 
 def _run(model_dir, *extra):
     result = subprocess.run(
-        _command(model_dir, *extra), capture_output=True, text=True, timeout=600
+        _command(model_dir, *extra),
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     return result
 
@@ -276,7 +281,10 @@ assert (ids[2] != 0).all()  # the long text fills the sequence: truncated, not d
 print("ok")
 """
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
     import keras_hub
@@ -383,7 +391,7 @@ def test_missing_corpus_names_it(tmp_path):
         ],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=SUBPROCESS_TIMEOUT,
     )
     assert result.returncode == 2
     assert "missing.txt" in result.stderr.strip().splitlines()[-1]
