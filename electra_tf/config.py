@@ -65,6 +65,10 @@ class _Config:
                 raise ConfigError(f"{name} must be in [0, 1), got {value}")
 
 
+# `ModelConfig.embedding_sharing`: ELECTRA's, DeBERTaV3's GDES, or none.
+EMBEDDING_SHARING = ("tied", "gdes", "none")
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelConfig(_Config):
     """Architecture of the discriminator encoder and of the generator."""
@@ -97,14 +101,28 @@ class ModelConfig(_Config):
     generator_hidden_size: float = 0.25
     # Generator depth; 0 means the same as `num_layers`.
     generator_layers: int = 0
-    # Share the whole embedding block (token, position, segment embeddings and
-    # their LayerNorm) between generator and discriminator, as the original
-    # does by default. False gives the generator an embedding block of its own
-    # (the original's `untied_generator_embeddings`). Either way the generator's
-    # MLM output matrix is its own token embedding, transposed.
-    tie_embeddings: bool = True
+    # How the generator's embeddings relate to the discriminator's:
+    # * "tied": ELECTRA's; one embedding block (token, position, segment
+    #   embeddings and their LayerNorm) that both towers read and both losses
+    #   train;
+    # * "gdes": DeBERTaV3's gradient-disentangled sharing; the generator owns
+    #   its embedding block, and the discriminator's token table is the
+    #   generator's with the gradient stopped plus a residual table that
+    #   starts at zero and only the discriminator's loss trains (its position
+    #   and segment embeddings and LayerNorm are its own);
+    # * "none": each tower owns its embedding block (the original's
+    #   `untied_generator_embeddings`).
+    # In every case the generator's MLM output matrix is its own token table,
+    # transposed. Configs stored with the older boolean `tie_embeddings` load
+    # as "tied" (true) or "none" (false).
+    embedding_sharing: str = "tied"
 
     def __post_init__(self):
+        if self.embedding_sharing not in EMBEDDING_SHARING:
+            raise ConfigError(
+                f"embedding_sharing must be one of {EMBEDDING_SHARING}, got "
+                f"{self.embedding_sharing!r}"
+            )
         for name in ("vocabulary_size", "num_layers", "hidden_dim", "embedding_dim"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
@@ -119,6 +137,15 @@ class ModelConfig(_Config):
                 f"hidden_dim {self.hidden_dim} is not divisible by "
                 f"num_heads {self.resolved_num_heads}"
             )
+
+    def override(self, **changes: Any) -> Self:
+        # The boolean this setting replaced, as stored configs still have it.
+        if "tie_embeddings" in changes:
+            tied = changes.pop("tie_embeddings")
+            if not isinstance(tied, bool):
+                raise ConfigError(f"hparam 'tie_embeddings' must be bool, got {tied!r}")
+            changes.setdefault("embedding_sharing", "tied" if tied else "none")
+        return super().override(**changes)
 
     # Derived values live here, in one place.
     @property
@@ -253,6 +280,29 @@ class PretrainingConfig(_Config):
     def max_predictions_per_seq(self) -> int:
         """Masked slots per example, computed as the original does (19 at 128)."""
         return int((self.mask_prob + 0.005) * self.max_seq_length)
+
+
+def check_model_and_objective(model: ModelConfig, pretraining: PretrainingConfig):
+    """Raises `ConfigError` for settings of the two configs that do not go together.
+
+    GDES splits the discriminator's token table into the generator's (trained
+    by the MLM loss) plus a residual (trained by the discriminator's loss): it
+    needs a generator that trains, so neither objective "mlm" (no separate
+    generator) nor `uniform_generator` (a generator that is never run).
+    """
+    if model.embedding_sharing != "gdes":
+        return
+    if pretraining.objective == "mlm":
+        raise ConfigError(
+            "embedding_sharing='gdes' needs a generator, and objective 'mlm' has "
+            "none: use embedding_sharing 'tied' or another objective"
+        )
+    if pretraining.uniform_generator:
+        raise ConfigError(
+            "embedding_sharing='gdes' needs a trained generator, and "
+            "uniform_generator=True never runs it: use embedding_sharing 'tied' "
+            "or 'none', or drop uniform_generator"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -74,7 +74,9 @@ def parse_args(argv=None):
         default="{}",
         help="JSON object of config overrides, e.g. "
         '\'{"mask_prob": 0.2, "generator_hidden_size": 0.5}\'. Unknown keys are '
-        "an error.",
+        "an error. embedding_sharing chooses how generator and discriminator "
+        "share embeddings: tied (ELECTRA's, the default), gdes (DeBERTaV3's "
+        "gradient-disentangled sharing) or none.",
     )
     add(
         "--init-checkpoint",

@@ -16,7 +16,7 @@ is `discriminator_predictions/dense_1`; `generator_lm_head.bias` is
 
 A generator + discriminator pair becomes one `ElectraPretrainer`: the two
 checkpoints each carry an embedding block; identical blocks (a tied ELECTRA,
-as released) are shared, different ones give `tie_embeddings=False`.
+as released) are shared, different ones give `embedding_sharing="none"`.
 Writing a pretrainer gives `discriminator/` and `generator/` directories that
 `transformers.ElectraForPreTraining.from_pretrained` and
 `ElectraForMaskedLM.from_pretrained` load.
@@ -51,6 +51,7 @@ from electra_tf.errors import ConversionError
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
+from electra_tf.models.tower import standalone_tower
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 logger = logging.getLogger(__name__)
@@ -394,7 +395,7 @@ def read_hf_pretraining_pair(
     if tied:
         generator_tensors = {k: v for k, v in generator_tensors.items() if k not in own}
     else:
-        logger.info("%s: different embeddings, so tie_embeddings=False", source)
+        logger.info("%s: different embeddings, so embedding_sharing='none'", source)
     tensors.update(generator_tensors)
     config = discriminator.config
     model_config = model_config_from_tensors(
@@ -527,7 +528,13 @@ def save_hf_encoder(encoder, directory, vocabulary: Vocabulary | None = None) ->
 def save_hf_discriminator(
     discriminator, directory, vocabulary: Vocabulary | None = None
 ) -> str:
-    """Writes `discriminator` as a Hugging Face `ElectraForPreTraining` directory."""
+    """Writes `discriminator` as a Hugging Face `ElectraForPreTraining` directory.
+
+    A GDES discriminator's token table is written folded (see
+    `standalone_tower`).
+    """
+    if discriminator.encoder.disentangles_embeddings:
+        discriminator = standalone_tower(discriminator)
     variables = tower_variables(
         discriminator, DISCRIMINATOR_SCOPE, "electra/embeddings"
     )

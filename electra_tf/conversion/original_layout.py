@@ -35,6 +35,7 @@ import numpy as np
 
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.errors import ConversionError
+from electra_tf.models.tower import standalone_tower
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 
 DISCRIMINATOR_SCOPE = "electra"
@@ -136,8 +137,12 @@ def pretrainer_variables(pretrainer) -> dict:
         return tower_variables(
             pretrainer.generator, DISCRIMINATOR_SCOPE, "electra/embeddings"
         )
+    discriminator = pretrainer.discriminator
+    if discriminator.encoder.disentangles_embeddings:
+        # GDES: the discriminator's table folded into one, an untied pair.
+        discriminator = standalone_tower(discriminator)
     variables = tower_variables(
-        pretrainer.discriminator, DISCRIMINATOR_SCOPE, "electra/embeddings"
+        discriminator, DISCRIMINATOR_SCOPE, "electra/embeddings"
     )
     shared = pretrainer.generator.encoder.shares_embeddings
     variables.update(
@@ -289,7 +294,9 @@ def model_config_from_tensors(
         config.update(
             generator_hidden_size=generator_hidden / hidden_dim,
             generator_layers=0 if generator_layers == num_layers else generator_layers,
-            tie_embeddings="generator/embeddings/word_embeddings" not in tensors,
+            embedding_sharing=(
+                "none" if "generator/embeddings/word_embeddings" in tensors else "tied"
+            ),
         )
     config.update(fields)
     model_config = ModelConfig(**config)

@@ -11,8 +11,9 @@ import tensorflow as tf
 from electra_tf.conversion.keras_hub import save_keras_hub_preset
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.tf_hub import export_tf_hub
+from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.generator import standalone_generator
-from electra_tf.models.tower import ENCODER_INPUTS
+from electra_tf.models.tower import ENCODER_INPUTS, standalone_tower
 
 
 class DiscriminatorServing(tf.Module):
@@ -88,11 +89,30 @@ class DiscriminatorServing(tf.Module):
         return self._packed_outputs([self.tokenizer(text), self.tokenizer(text_pair)])
 
 
+def exported_discriminator(pretrainer):
+    """(RTD model or None, encoder) as exported: ordinary embedding tables.
+
+    Under `embedding_sharing="gdes"` the discriminator's token table is the
+    generator's plus a residual; the export folds the two into one table, so
+    fine-tuning, conversion and serving see a standard ELECTRA encoder.
+    Otherwise the pre-training models themselves.
+    """
+    discriminator = pretrainer.discriminator
+    encoder = pretrainer.discriminator_encoder
+    if not encoder.disentangles_embeddings:
+        return discriminator, encoder
+    if discriminator is None:
+        return None, standalone_encoder(encoder)
+    discriminator = standalone_tower(discriminator)
+    return discriminator, discriminator.encoder
+
+
 def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     """Writes everything a user takes away from pre-training.
 
     * `discriminator/`: a keras-hub preset (`keras_hub.models.ElectraBackbone`
-      + `ElectraTokenizer`), what fine-tuning loads;
+      + `ElectraTokenizer`), what fine-tuning loads (see
+      `exported_discriminator`);
     * `discriminator.keras`: the discriminator with its RTD head;
     * `generator.keras`: the generator with its own copy of the embeddings;
     * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`);
@@ -109,15 +129,14 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
         "saved_model": os.path.join(export_dir, "saved_model"),
     }
     sequence_length = pretrainer.pretraining_config.max_seq_length
-    save_keras_hub_preset(
-        pretrainer.discriminator_encoder, vocabulary, paths["discriminator_preset"]
-    )
-    if pretrainer.discriminator is not None:
-        pretrainer.discriminator.save(paths["discriminator"])
+    discriminator, encoder = exported_discriminator(pretrainer)
+    save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
+    if discriminator is not None:
+        discriminator.save(paths["discriminator"])
     standalone_generator(pretrainer.generator).save(paths["generator"])
-    if pretrainer.discriminator is not None:
+    if discriminator is not None:
         serving = DiscriminatorServing(
-            pretrainer.discriminator,
+            discriminator,
             keras_hub.models.ElectraTokenizer(
                 vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
             ),
@@ -136,7 +155,7 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
             },
         )
     hub = export_tf_hub(
-        pretrainer.discriminator_encoder,
+        encoder,
         vocabulary,
         os.path.join(export_dir, "hub"),
         seq_length=sequence_length,

@@ -6,6 +6,7 @@ import keras
 import keras_hub
 from keras_hub.layers import PositionEmbedding
 
+from electra_tf.models.disentangled_embedding import DisentangledEmbedding
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.transformer_layer import ElectraTransformerLayer
 
@@ -36,8 +37,13 @@ class ElectraEncoder(keras_hub.models.Backbone):
     The generator is an `ElectraEncoder` built with `embedding_source=` the
     discriminator's encoder: it then reuses (not copies) the token, position
     and segment embeddings and the embedding LayerNorm, and keeps its own
-    `embeddings_projection` and transformer stack. Such an encoder cannot be
-    rebuilt from its config alone; `ElectraPretrainer` rebuilds the sharing.
+    `embeddings_projection` and transformer stack. With gradient-disentangled
+    sharing (GDES) the discriminator is built with `token_embedding_base=` the
+    generator's encoder instead: its token table is then a
+    `DisentangledEmbedding`, the generator's table (gradient stopped) plus a
+    residual of its own; the rest of its embedding block is its own. Neither
+    kind of encoder can be rebuilt from its config alone; `ElectraPretrainer`
+    rebuilds the sharing, and `standalone_encoder` makes an ordinary copy.
 
     Args:
         vocabulary_size: rows of the token embedding.
@@ -54,6 +60,8 @@ class ElectraEncoder(keras_hub.models.Backbone):
         initializer_range: stddev of the truncated-normal initialiser.
         embedding_source: another `ElectraEncoder` whose embedding block this
             one shares, or None to own its embeddings.
+        token_embedding_base: another `ElectraEncoder` whose token table,
+            gradient stopped, this one's adds a residual to (GDES), or None.
 
     Example:
     >>> import numpy as np
@@ -82,10 +90,13 @@ class ElectraEncoder(keras_hub.models.Backbone):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         embedding_source=None,
+        token_embedding_base=None,
         dtype=None,
         **kwargs,
     ):
         initializer = truncated_normal(initializer_range)
+        if embedding_source is not None and token_embedding_base is not None:
+            raise ValueError("give embedding_source or token_embedding_base, not both")
 
         # === Layers ===
         if embedding_source is not None:
@@ -95,13 +106,22 @@ class ElectraEncoder(keras_hub.models.Backbone):
             self.segment_embedding = embedding_source.segment_embedding
             self.embeddings_layer_norm = embedding_source.embeddings_layer_norm
         else:
-            self.token_embedding = keras.layers.ReversibleEmbedding(
-                input_dim=vocabulary_size,
-                output_dim=embedding_dim,
-                embeddings_initializer=initializer,
-                dtype=dtype,
-                name="token_embedding",
-            )
+            if token_embedding_base is not None:
+                self.token_embedding = DisentangledEmbedding(
+                    token_embedding_base.token_embedding,
+                    input_dim=vocabulary_size,
+                    output_dim=embedding_dim,
+                    dtype=dtype,
+                    name="token_embedding",
+                )
+            else:
+                self.token_embedding = keras.layers.ReversibleEmbedding(
+                    input_dim=vocabulary_size,
+                    output_dim=embedding_dim,
+                    embeddings_initializer=initializer,
+                    dtype=dtype,
+                    name="token_embedding",
+                )
             self.position_embedding = PositionEmbedding(
                 sequence_length=max_sequence_length,
                 initializer=initializer,
@@ -192,9 +212,10 @@ class ElectraEncoder(keras_hub.models.Backbone):
         # A flag, not the source itself: storing the source layer here would make
         # Keras track (and save) the whole discriminator inside the generator.
         self.shares_embeddings = embedding_source is not None
+        self.disentangles_embeddings = token_embedding_base is not None
 
     def get_config(self):
-        if self.shares_embeddings:
+        if self.shares_embeddings or self.disentangles_embeddings:
             raise NotImplementedError(
                 "An encoder that shares another's embeddings is not serialisable "
                 "on its own; save the ElectraPretrainer that owns both."
@@ -250,7 +271,11 @@ class ElectraEncoder(keras_hub.models.Backbone):
 
     @classmethod
     def discriminator_from_config(
-        cls, config, dtype=None, name="discriminator_encoder"
+        cls,
+        config,
+        token_embedding_base=None,
+        dtype=None,
+        name="discriminator_encoder",
     ):
         """The discriminator encoder of a `ModelConfig`."""
         return cls(
@@ -265,6 +290,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
             num_segments=config.num_segments,
             layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range,
+            token_embedding_base=token_embedding_base,
             dtype=dtype,
             name=name,
         )
@@ -290,3 +316,18 @@ class ElectraEncoder(keras_hub.models.Backbone):
             dtype=dtype,
             name=name,
         )
+
+
+def standalone_encoder(encoder: ElectraEncoder, name=None) -> ElectraEncoder:
+    """A copy of `encoder` that owns ordinary embeddings, for saving on its own.
+
+    Shared embeddings are copied; a GDES token table is folded into one
+    ordinary table (the base's plus the residual), so what is exported is a
+    standard ELECTRA encoder.
+    """
+    copy = ElectraEncoder(**encoder.architecture(), name=name or encoder.name)
+    # The same layers in the same order (a DisentangledEmbedding's one weight
+    # is its residual): the weights match one to one.
+    copy.set_weights(encoder.get_weights())
+    copy.token_embedding.embeddings.assign(encoder.token_embedding.embeddings)
+    return copy

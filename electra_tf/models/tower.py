@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import keras
 
+from electra_tf.models.encoder import standalone_encoder
+
 # The encoder's inputs, in the order every model and signature lists them.
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -31,3 +33,19 @@ class ElectraTower(keras.Model):
         config = dict(config)
         config["encoder"] = keras.layers.deserialize(config["encoder"])
         return cls(**config)
+
+
+def standalone_tower(tower: ElectraTower) -> ElectraTower:
+    """A copy of `tower` on a `standalone_encoder` copy of its encoder.
+
+    What export and conversion write for a tower whose encoder shares or
+    disentangles its embeddings: the same weights, in ordinary tables.
+    """
+    copy = type(tower)(standalone_encoder(tower.encoder), name=tower.name)
+    # The same layers in the same order: the weights match one to one, the
+    # token table then gets the folded one.
+    copy.set_weights(tower.get_weights())
+    copy.encoder.token_embedding.embeddings.assign(
+        tower.encoder.token_embedding.embeddings
+    )
+    return copy

@@ -6,7 +6,12 @@ import keras
 import tensorflow as tf
 
 from electra_tf import random_streams
-from electra_tf.config import RTD_OBJECTIVES, ModelConfig, PretrainingConfig
+from electra_tf.config import (
+    RTD_OBJECTIVES,
+    ModelConfig,
+    PretrainingConfig,
+    check_model_and_objective,
+)
 from electra_tf.models.all_tokens_mlm import (
     ElectraAllTokensMLM,
     copy_mixture_log_likelihood,
@@ -142,9 +147,12 @@ class ElectraPretrainer(keras.Model):
     In every case the discriminator-sized encoder (`discriminator_encoder`,
     the same architecture) is what fine-tuning keeps. The sample is an
     integer id, so the disc loss reaches the generator only through the
-    shared embeddings. With `uniform_generator` the samples are uniform over
-    the vocabulary and the generator is neither run nor trained; its MLM
-    metrics are then those of uniform logits, as in the original.
+    shared embeddings (`model_config.embedding_sharing`: "tied", ELECTRA's;
+    "gdes", where it does not reach the generator at all and the MLM loss
+    does not reach the discriminator's residual table; "none"). With
+    `uniform_generator` the samples are uniform over the vocabulary and the
+    generator is neither run nor trained; its MLM metrics are then those of
+    uniform logits, as in the original.
 
     Means are over the GLOBAL batch: each replica divides its sum by the
     all-reduced count, so summing gradients over replicas (what the optimizer
@@ -191,8 +199,14 @@ class ElectraPretrainer(keras.Model):
         objective = pretraining_config.objective
 
         # === Models ===
+        check_model_and_objective(model_config, pretraining_config)
+        sharing = model_config.embedding_sharing
+        generator_encoder = None
+        if sharing == "gdes":
+            # The generator owns the table the discriminator's adds to.
+            generator_encoder = ElectraEncoder.generator_from_config(model_config)
         self.discriminator_encoder = ElectraEncoder.discriminator_from_config(
-            model_config
+            model_config, token_embedding_base=generator_encoder
         )
         # The RTD model, or (replace_mlm, all_tokens_mlm) the MLM-type model
         # on the same encoder; export and serving handle only the RTD one.
@@ -212,11 +226,11 @@ class ElectraPretrainer(keras.Model):
             )
         if objective == "mlm":
             generator_encoder = self.discriminator_encoder
-        else:
+        elif generator_encoder is None:
             generator_encoder = ElectraEncoder.generator_from_config(
                 model_config,
                 embedding_source=(
-                    self.discriminator_encoder if model_config.tie_embeddings else None
+                    self.discriminator_encoder if sharing == "tied" else None
                 ),
             )
         self.generator = ElectraGenerator(generator_encoder, name="generator")

@@ -19,6 +19,7 @@ from electra_tf.config import (
     OptimizerConfig,
     PretrainingConfig,
     TrainingConfig,
+    check_model_and_objective,
     parse_hparams,
     route_hparams,
 )
@@ -94,7 +95,9 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
 
     Raises:
         ConfigError: an unknown preset, hparam or objective, a value out of
-            range, or `--hparams` that is not a JSON object.
+            range, settings that do not go together
+            (`check_model_and_objective`), or `--hparams` that is not a JSON
+            object.
     """
     preset = get_preset(flags.preset)
     hparams = parse_hparams(flags.hparams)
@@ -127,6 +130,8 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
         "training": TrainingConfig(),
     }
     routed = route_hparams(base, changes)
-    return RunConfigs(
+    configs = RunConfigs(
         **{name: config.override(**routed[name]) for name, config in base.items()}
     )
+    check_model_and_objective(configs.model, configs.pretraining)
+    return configs

@@ -76,7 +76,7 @@ def _max_diff(a, b):
 
 def test_fixture_converts_to_transformers_outputs(pretrainer, expected):
     batch = _batch(expected)
-    assert pretrainer.model_config.tie_embeddings
+    assert pretrainer.model_config.embedding_sharing == "tied"
     assert pretrainer.model_config.generator_hidden_size == 0.5
     diffs = {
         "discriminator_logits": _max_diff(
