@@ -173,12 +173,27 @@ class ModelConfig(_Config):
         return self.generator_layers or self.num_layers
 
 
-# The pre-training objectives of the paper's efficiency analysis (section 3.3).
-OBJECTIVES = ("electra", "electra_15", "mlm", "replace_mlm", "all_tokens_mlm")
+# The pre-training objectives of the paper's efficiency analysis (section 3.3),
+# and Electric (Clark et al., EMNLP 2020).
+OBJECTIVES = (
+    "electra",
+    "electra_15",
+    "mlm",
+    "replace_mlm",
+    "all_tokens_mlm",
+    "electric",
+)
 # Objectives whose discriminator-sized model reads generator samples.
-SAMPLING_OBJECTIVES = ("electra", "electra_15", "replace_mlm", "all_tokens_mlm")
-# Objectives whose discriminator-sized model has the binary RTD head.
-RTD_OBJECTIVES = ("electra", "electra_15")
+SAMPLING_OBJECTIVES = (
+    "electra",
+    "electra_15",
+    "replace_mlm",
+    "all_tokens_mlm",
+    "electric",
+)
+# Objectives whose discriminator-sized model has the binary RTD head (for
+# electric, a per-token energy that the noise correction turns into a logit).
+RTD_OBJECTIVES = ("electra", "electra_15", "electric")
 # The paper's weight of the discriminator's loss, per objective (`disc_weight`
 # 0). ELECTRA's 50 offsets that a per-token binary cross-entropy is an order of
 # magnitude smaller than an MLM cross-entropy over the vocabulary. The paper
@@ -188,6 +203,7 @@ RTD_OBJECTIVES = ("electra", "electra_15")
 DEFAULT_DISC_WEIGHTS = {
     "electra": 50.0,
     "electra_15": 50.0,
+    "electric": 50.0,
     "replace_mlm": 1.0,
     "all_tokens_mlm": 1.0,
 }
@@ -207,7 +223,11 @@ class PretrainingConfig(_Config):
     # * "replace_mlm": MLM whose masked positions hold generator samples
     #   instead of [MASK];
     # * "all_tokens_mlm": predicts the identity of every token of the
-    #   generator-corrupted input, with a copy mechanism.
+    #   generator-corrupted input, with a copy mechanism;
+    # * "electric": Electric's noise-contrastive estimation; the generator is
+    #   a two-tower cloze model of the unmasked input, and the RTD logit is
+    #   corrected by the cloze log-probability of the token present and
+    #   log(mask_prob / (1 - mask_prob)); every sampled position is noise.
     objective: str = "electra"
     # Sequence length of the TFRecords and of every batch (static on TPU).
     max_seq_length: int = 128

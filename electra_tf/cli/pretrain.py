@@ -67,7 +67,10 @@ def parse_args(argv=None):
         "model learns (default: electra): replaced token detection over all "
         "tokens (electra) or only the masked ones (electra_15); BERT's MLM (mlm); "
         "MLM on generator samples instead of [MASK] (replace_mlm); every token's "
-        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3.",
+        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3. "
+        "electric: Electric (Clark et al., EMNLP 2020), a two-tower cloze "
+        "generator and the discriminator's logit corrected by its noise "
+        "probability (noise-contrastive estimation).",
     )
     add(
         "--hparams",

@@ -41,6 +41,7 @@ from electra_tf.conversion.original_layout import (
     DISCRIMINATOR_SCOPE,
     GENERATOR_SCOPE,
     assign_tensors,
+    check_convertible,
     model_config_from_tensors,
     pretrainer_from_tensors,
     read_tensors,
@@ -580,6 +581,7 @@ def save_hf_pretrainer(
     Returns their paths by name. The MLM baseline (no discriminator) writes
     only the generator.
     """
+    check_convertible(pretrainer)
     directory = os.fspath(directory)
     paths = {}
     if pretrainer.discriminator is not None:

@@ -127,11 +127,27 @@ def tower_variables(model, scope: str, embeddings_scope: str) -> dict:
     return {original: by_path[keras_path] for original, keras_path in pairs}
 
 
+def check_convertible(pretrainer) -> None:
+    """Raises `ConversionError` for a pretrainer with no counterpart elsewhere.
+
+    Electric's two-tower cloze generator exists neither in the original's
+    layout nor in Hugging Face's; its discriminator is an ordinary one, in the
+    run's exports (`export/discriminator/`, a keras-hub preset).
+    """
+    if pretrainer.pretraining_config.objective == "electric":
+        raise ConversionError(
+            "an Electric pretrainer's two-tower cloze generator has no "
+            "counterpart in the original or Hugging Face layouts: convert its "
+            "exported discriminator (export/discriminator) instead"
+        )
+
+
 def pretrainer_variables(pretrainer) -> dict:
     """`{original name: variable}` of an `ElectraPretrainer` (both towers).
 
     Shared embeddings appear once, under `electra/embeddings/`.
     """
+    check_convertible(pretrainer)
     if pretrainer.discriminator is None:
         # The MLM baseline: the original names its encoder `electra`.
         return tower_variables(

@@ -11,6 +11,10 @@ import tensorflow as tf
 from electra_tf.conversion.keras_hub import save_keras_hub_preset
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.tf_hub import export_tf_hub
+from electra_tf.models.cloze_generator import (
+    ElectraClozeGenerator,
+    standalone_cloze_generator,
+)
 from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.generator import standalone_generator
 from electra_tf.models.tower import ENCODER_INPUTS, standalone_tower
@@ -114,8 +118,12 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
       + `ElectraTokenizer`), what fine-tuning loads (see
       `exported_discriminator`);
     * `discriminator.keras`: the discriminator with its RTD head;
-    * `generator.keras`: the generator with its own copy of the embeddings;
-    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`);
+    * `generator.keras`: the generator with its own copy of the embeddings
+      (for Electric, the two-tower `ElectraClozeGenerator`);
+    * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`;
+      for Electric, `replaced_probability` is the sigmoid of the
+      discriminator's score without the noise correction, which needs the
+      cloze model);
     * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
       its text preprocessing as TF-Hub style SavedModels (see
       `electra_tf.export.tf_hub`).
@@ -133,7 +141,10 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
     if discriminator is not None:
         discriminator.save(paths["discriminator"])
-    standalone_generator(pretrainer.generator).save(paths["generator"])
+    if isinstance(pretrainer.generator, ElectraClozeGenerator):
+        standalone_cloze_generator(pretrainer.generator).save(paths["generator"])
+    else:
+        standalone_generator(pretrainer.generator).save(paths["generator"])
     if discriminator is not None:
         serving = DiscriminatorServing(
             discriminator,

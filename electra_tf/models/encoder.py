@@ -4,15 +4,35 @@ from __future__ import annotations
 
 import keras
 import keras_hub
+from keras import ops
 from keras_hub.layers import PositionEmbedding
 
 from electra_tf.models.disentangled_embedding import DisentangledEmbedding
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.transformer_layer import ElectraTransformerLayer
 
+# `ElectraEncoder(attention=...)`: which positions each position attends to.
+ATTENTION = ("bidirectional", "left_to_right", "right_to_left")
+
 
 def truncated_normal(stddev: float) -> keras.initializers.Initializer:
     return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+def causal_mask(token_ids, attention: str):
+    """bool [B, L, L]: query t may attend to key s; None for "bidirectional".
+
+    "left_to_right": s <= t; "right_to_left": s >= t. keras-hub's block
+    combines it with the padding mask.
+    """
+    if attention == "bidirectional":
+        return None
+    positions = ops.cumsum(ops.ones_like(token_ids), axis=1)  # [B, L]: 1..L
+    query = ops.expand_dims(positions, 2)  # [B, L, 1]
+    key = ops.expand_dims(positions, 1)  # [B, 1, L]
+    if attention == "left_to_right":
+        return ops.less_equal(key, query)
+    return ops.greater_equal(key, query)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -62,6 +82,10 @@ class ElectraEncoder(keras_hub.models.Backbone):
             one shares, or None to own its embeddings.
         token_embedding_base: another `ElectraEncoder` whose token table,
             gradient stopped, this one's adds a residual to (GDES), or None.
+        attention: "bidirectional" (every position attends to every real
+            one), or a causal direction for the towers of Electric's cloze
+            model: "left_to_right" (position t attends to positions <= t) or
+            "right_to_left" (to positions >= t).
 
     Example:
     >>> import numpy as np
@@ -91,10 +115,13 @@ class ElectraEncoder(keras_hub.models.Backbone):
         initializer_range=0.02,
         embedding_source=None,
         token_embedding_base=None,
+        attention="bidirectional",
         dtype=None,
         **kwargs,
     ):
         initializer = truncated_normal(initializer_range)
+        if attention not in ATTENTION:
+            raise ValueError(f"attention must be one of {ATTENTION}, got {attention!r}")
         if embedding_source is not None and token_embedding_base is not None:
             raise ValueError("give embedding_source or token_embedding_base, not both")
 
@@ -184,8 +211,11 @@ class ElectraEncoder(keras_hub.models.Backbone):
         x = self.embeddings_dropout(x)
         if self.embeddings_projection is not None:
             x = self.embeddings_projection(x)
+        attention_mask = causal_mask(token_ids, attention)
         for transformer_layer in self.transformer_layers:
-            x = transformer_layer(x, padding_mask=padding_mask)
+            x = transformer_layer(
+                x, padding_mask=padding_mask, attention_mask=attention_mask
+            )
         super().__init__(
             inputs={
                 "token_ids": token_ids,
@@ -209,6 +239,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
         self.num_segments = num_segments
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
         # A flag, not the source itself: storing the source layer here would make
         # Keras track (and save) the whole discriminator inside the generator.
         self.shares_embeddings = embedding_source is not None
@@ -242,6 +273,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
             "num_segments": self.num_segments,
             "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range,
+            "attention": self.attention,
         }
 
     def reinitialize_top_layers(self, count: int, stddev: float) -> None:
@@ -297,9 +329,18 @@ class ElectraEncoder(keras_hub.models.Backbone):
 
     @classmethod
     def generator_from_config(
-        cls, config, embedding_source=None, dtype=None, name="generator_encoder"
+        cls,
+        config,
+        embedding_source=None,
+        attention="bidirectional",
+        dtype=None,
+        name="generator_encoder",
     ):
-        """The generator encoder of a `ModelConfig` (`generator_hidden_size` wide)."""
+        """The generator encoder of a `ModelConfig` (`generator_hidden_size` wide).
+
+        `attention`: "bidirectional" (ELECTRA's generator) or a direction for
+        one tower of Electric's cloze model.
+        """
         return cls(
             vocabulary_size=config.vocabulary_size,
             num_layers=config.generator_num_layers,
@@ -313,6 +354,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
             layer_norm_epsilon=config.layer_norm_epsilon,
             initializer_range=config.initializer_range,
             embedding_source=embedding_source,
+            attention=attention,
             dtype=dtype,
             name=name,
         )

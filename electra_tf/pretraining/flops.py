@@ -19,6 +19,10 @@ Per objective (`PretrainingConfig.objective`), one sequence costs:
   the masked positions;
 * "all_tokens_mlm": generator + discriminator-sized encoder with an MLM head
   (softmax over the vocabulary) at EVERY position and a copy head;
+* "electric": two generator-sized towers (left-to-right and right-to-left,
+  each with its own embedding lookup) and a cloze head at EVERY position
+  reading both towers (its first dense twice as wide) + the discriminator
+  with the RTD head; the noise correction reuses the cloze softmax;
 * with `uniform_generator`, no generator (it is not run).
 
 `pretraining_flops` reproduces that accounting from our configs, so the
@@ -166,7 +170,7 @@ def _forward(model: ModelConfig, pretraining: PretrainingConfig, dense_lookup: b
     if objective == "mlm":
         # The BERT baseline: the discriminator-sized encoder with an MLM head.
         return encoder + discriminator.mlm_head(fraction), 0.0
-    if objective in ("electra", "electra_15"):
+    if objective in ("electra", "electra_15", "electric"):
         head = discriminator.rtd_head()
     elif objective == "replace_mlm":
         head = discriminator.mlm_head(fraction)
@@ -175,12 +179,17 @@ def _forward(model: ModelConfig, pretraining: PretrainingConfig, dense_lookup: b
     else:
         raise ValueError(f"no FLOPs count for objective {objective!r}")
     generator_flops = 0.0
-    if not pretraining.uniform_generator:
-        generator_flops = (
-            generator.layers * generator.block()
-            + generator.embeddings(dense_lookup)
-            + generator.mlm_head(fraction)
+    tower = generator.layers * generator.block() + generator.embeddings(dense_lookup)
+    if pretraining.uniform_generator:
+        pass
+    elif objective == "electric":
+        # The cloze head's dense reads 2 x hidden: one extra h x e multiply.
+        cloze_head = generator.mlm_head(1.0) + (
+            2 * generator.hidden * generator.embedding * length
         )
+        generator_flops = 2 * tower + cloze_head
+    else:
+        generator_flops = tower + generator.mlm_head(fraction)
     return generator_flops, encoder + head
 
 

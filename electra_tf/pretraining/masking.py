@@ -41,6 +41,14 @@ def scatter_to_sequence(values, positions, weights, length):
     return tf.reduce_sum(one_hot * live * values[..., None], axis=1)
 
 
+def candidate_mask(token_ids, padding_mask, special_token_ids):
+    """bool [B, L]: the positions masking may choose (real, not special)."""
+    candidate = tf.cast(padding_mask, tf.bool)
+    for special in special_token_ids:
+        candidate &= tf.not_equal(tf.cast(token_ids, tf.int32), special)
+    return candidate
+
+
 def mask_tokens(
     token_ids,
     padding_mask,
@@ -78,9 +86,7 @@ def mask_tokens(
     token_ids = tf.cast(token_ids, tf.int32)
     length = token_ids.shape[1]
     real = tf.cast(padding_mask, tf.bool)
-    candidate = real
-    for special in special_token_ids:
-        candidate &= tf.not_equal(token_ids, special)
+    candidate = candidate_mask(token_ids, padding_mask, special_token_ids)
 
     noise = random_streams.gumbel(
         key, example_index, random_streams.STREAM_MASK_POSITIONS, (length,)

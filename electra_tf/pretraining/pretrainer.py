@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -17,10 +19,11 @@ from electra_tf.models.all_tokens_mlm import (
     copy_mixture_log_likelihood,
     copy_mixture_prediction,
 )
+from electra_tf.models.cloze_generator import ElectraClozeGenerator
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
-from electra_tf.pretraining.masking import mask_tokens
+from electra_tf.pretraining.masking import candidate_mask, mask_tokens
 from electra_tf.pretraining.sampling import replace_tokens, sample
 
 # Steps of evaluation batches are keyed by this constant instead of the
@@ -51,10 +54,17 @@ OBJECTIVE_METRICS = {
     + ALL_TOKENS_MLM_METRICS,
 }
 OBJECTIVE_METRICS["electra_15"] = OBJECTIVE_METRICS["electra"]
+# Electric's generator trains on `cloze_loss` (every candidate position);
+# `mlm_loss` and `mlm_accuracy` are its figures at the masked slots, as for
+# the other objectives' generators.
+OBJECTIVE_METRICS["electric"] = (
+    MLM_METRICS + ("cloze_loss", "sampled_accuracy") + RTD_METRICS
+) + ("replaced_fraction",)
 # The name of the discriminator-sized model's loss, per objective.
 DISC_LOSS = {
     "electra": "rtd_loss",
     "electra_15": "rtd_loss",
+    "electric": "rtd_loss",
     "replace_mlm": "replace_mlm_loss",
     "all_tokens_mlm": "all_tokens_mlm_loss",
 }
@@ -84,6 +94,27 @@ def _masked_mean_cross_entropy(masked, logits):
         masked.target_ids, logits, from_logits=True
     )
     return _global_mean(per_slot, masked.weights)
+
+
+def electric_correction(cloze_logits, token_ids, mask_prob):
+    """Electric's noise term of the discriminator's logit, float32 [B, L].
+
+    `stop_gradient(log q(x_t | context)) + log(p / (1 - p))`, with q the
+    cloze model's softmax at t evaluated at the token present `token_ids`
+    [B, L] and p the mask probability: added to the discriminator's
+    per-token output, it makes the sigmoid the posterior that x_t is noise,
+    so ELECTRA's negative sampling becomes noise-contrastive estimation.
+
+    Args:
+        cloze_logits: float [B, L, V].
+        token_ids: int32 [B, L], the tokens the discriminator read.
+        mask_prob: p.
+    """
+    cloze_logits = tf.stop_gradient(tf.cast(cloze_logits, tf.float32))
+    log_q = tf.gather(cloze_logits, token_ids, batch_dims=2) - tf.reduce_logsumexp(
+        cloze_logits, axis=-1
+    )
+    return log_q + math.log(mask_prob / (1.0 - mask_prob))
 
 
 def _update_accuracy(tracker, logits, target_ids, weights):
@@ -140,6 +171,13 @@ class ElectraPretrainer(keras.Model):
       disc is the mean over all real tokens of
       `-log(D * [input == original] + (1 - D) * softmax(logits)[original])`
       (`all_tokens_mlm_loss`).
+    * "electric": Electric's noise-contrastive estimation. The generator is
+      an `ElectraClozeGenerator` (two causal towers) reading the UNMASKED
+      input: it predicts every position from the others, trains on every
+      candidate position (`cloze_loss`), and is sampled at the masked ones.
+      Every sampled position is labelled noise (even a sample equal to the
+      original), and the RTD logit gets `electric_correction`; disc is the
+      RTD loss over all real tokens (`rtd_loss`).
     * "mlm": no steps 3-5: the generator is the discriminator's encoder with
       the MLM head (BERT trained with ELECTRA's masking), and the loss is the
       MLM loss alone.
@@ -201,10 +239,21 @@ class ElectraPretrainer(keras.Model):
         # === Models ===
         check_model_and_objective(model_config, pretraining_config)
         sharing = model_config.embedding_sharing
+        # Electric's generator is two causal towers; the first holds (or
+        # shares) the embeddings, the second always shares the first's.
+        electric = objective == "electric"
+        first_tower = {
+            "attention": "left_to_right" if electric else "bidirectional",
+            "name": (
+                "generator_left_to_right_encoder" if electric else "generator_encoder"
+            ),
+        }
         generator_encoder = None
         if sharing == "gdes":
             # The generator owns the table the discriminator's adds to.
-            generator_encoder = ElectraEncoder.generator_from_config(model_config)
+            generator_encoder = ElectraEncoder.generator_from_config(
+                model_config, **first_tower
+            )
         self.discriminator_encoder = ElectraEncoder.discriminator_from_config(
             model_config, token_embedding_base=generator_encoder
         )
@@ -232,8 +281,21 @@ class ElectraPretrainer(keras.Model):
                 embedding_source=(
                     self.discriminator_encoder if sharing == "tied" else None
                 ),
+                **first_tower,
             )
-        self.generator = ElectraGenerator(generator_encoder, name="generator")
+        if electric:
+            self.generator = ElectraClozeGenerator(
+                generator_encoder,
+                ElectraEncoder.generator_from_config(
+                    model_config,
+                    embedding_source=generator_encoder,
+                    attention="right_to_left",
+                    name="generator_right_to_left_encoder",
+                ),
+                name="generator",
+            )
+        else:
+            self.generator = ElectraGenerator(generator_encoder, name="generator")
 
         # === Metrics ===
         self._trackers = {}
@@ -249,6 +311,16 @@ class ElectraPretrainer(keras.Model):
             else:
                 tracker = keras.metrics.Mean(name=name)
             self._trackers[name] = tracker
+
+    @property
+    def _special_ids(self):
+        """Ids masking never chooses (and Electric's cloze loss skips)."""
+        return (
+            self.pad_token_id,
+            self.cls_token_id,
+            self.sep_token_id,
+            self.mask_token_id,
+        )
 
     @property
     def metrics(self):
@@ -273,7 +345,9 @@ class ElectraPretrainer(keras.Model):
             metrics, the tests and the TensorBoard text summary need
             (`masked`, `mlm_logits`, `sampled_ids`, `corrupted_ids`,
             `is_replaced`; `rtd_logits` and `rtd_weights`;
-            `replace_mlm_logits`; `all_tokens_mlm_logits`, `copy_logits`).
+            `replace_mlm_logits`; `all_tokens_mlm_logits`, `copy_logits`;
+            electric: `cloze_logits` [B, L, V], `cloze_loss`, and
+            `rtd_logits` with the noise correction added).
         """
         config = self.pretraining_config
         objective = config.objective
@@ -300,22 +374,43 @@ class ElectraPretrainer(keras.Model):
             max_predictions=config.max_predictions_per_seq,
             mask_token_prob=config.mask_token_prob,
             mask_token_id=self.mask_token_id,
-            special_token_ids=(
-                self.pad_token_id,
-                self.cls_token_id,
-                self.sep_token_id,
-                self.mask_token_id,
-            ),
+            special_token_ids=self._special_ids,
         )
-        if config.uniform_generator:
+        vocabulary_size = self.model_config.vocabulary_size
+        outputs = {"masked": masked}
+        if objective == "electric":
+            # The cloze model reads the UNMASKED input; it predicts every
+            # position from the others and learns at every candidate one.
+            if config.uniform_generator:
+                cloze_logits = tf.zeros(
+                    [batch_size, tf.shape(token_ids)[1], vocabulary_size]
+                )
+            else:
+                cloze_logits = self.generator(
+                    {
+                        "token_ids": token_ids,
+                        "segment_ids": segment_ids,
+                        "padding_mask": padding_mask,
+                    },
+                    training=training,
+                )
+            candidates = candidate_mask(token_ids, padding_mask, self._special_ids)
+            gen_local = _global_mean(
+                keras.losses.sparse_categorical_crossentropy(
+                    token_ids, cloze_logits, from_logits=True
+                ),
+                tf.cast(candidates, tf.float32),
+            )
+            # The masked slots: what is sampled there, and the MLM metrics.
+            mlm_logits = tf.gather(cloze_logits, masked.positions, batch_dims=1)
+            outputs.update(
+                cloze_logits=cloze_logits, cloze_loss=_cross_replica_sum(gen_local)
+            )
+        elif config.uniform_generator:
             # Equal logits: the sampler then draws uniformly over the
             # vocabulary, and no generator needs to run.
             mlm_logits = tf.zeros(
-                [
-                    batch_size,
-                    config.max_predictions_per_seq,
-                    self.model_config.vocabulary_size,
-                ]
+                [batch_size, config.max_predictions_per_seq, vocabulary_size]
             )
         else:
             mlm_logits = self.generator(
@@ -328,7 +423,9 @@ class ElectraPretrainer(keras.Model):
                 training=training,
             )
         mlm_local = _masked_mean_cross_entropy(masked, mlm_logits)
-        outputs = {"masked": masked, "mlm_logits": mlm_logits}
+        if objective != "electric":
+            gen_local = mlm_local
+        outputs["mlm_logits"] = mlm_logits
         if objective == "mlm":
             outputs["mlm_loss"] = _cross_replica_sum(mlm_local)
             outputs["loss"] = mlm_local
@@ -344,6 +441,10 @@ class ElectraPretrainer(keras.Model):
             disallowed_ids=masked.target_ids if config.disallow_correct else None,
         )
         corrupted_ids, is_replaced = replace_tokens(token_ids, masked, sampled_ids)
+        if objective == "electric":
+            # Noise-contrastive labels: every sampled position is noise, even
+            # where the sample is the original token.
+            is_replaced = masked.chosen
         corrupted = {
             "token_ids": corrupted_ids,
             "segment_ids": segment_ids,
@@ -352,6 +453,10 @@ class ElectraPretrainer(keras.Model):
         real = tf.cast(padding_mask, tf.float32)
         if objective in RTD_OBJECTIVES:
             rtd_logits = self.discriminator(corrupted, training=training)
+            if objective == "electric":
+                rtd_logits += electric_correction(
+                    cloze_logits, corrupted_ids, config.mask_prob
+                )
             # electra_15 learns only from the positions masking chose.
             rtd_weights = real
             if objective == "electra_15":
@@ -381,7 +486,7 @@ class ElectraPretrainer(keras.Model):
                 copy_logits=predicted["copy_logits"],
             )
         disc_weight = config.resolved_disc_weight
-        loss = config.gen_weight * mlm_local + disc_weight * disc_local
+        loss = config.gen_weight * gen_local + disc_weight * disc_local
         outputs.update(
             {
                 "loss": loss,
@@ -401,6 +506,8 @@ class ElectraPretrainer(keras.Model):
         trackers = self._trackers
         trackers["loss"].update_state(outputs["global_loss"])
         trackers["mlm_loss"].update_state(outputs["mlm_loss"])
+        if objective == "electric":
+            trackers["cloze_loss"].update_state(outputs["cloze_loss"])
         _update_accuracy(
             trackers["mlm_accuracy"],
             outputs["mlm_logits"],
