@@ -907,6 +907,35 @@ def comparisons(setup, summary) -> dict:
     return found
 
 
+def runs_in_progress(setup, store) -> dict:
+    """Pre-training runs not yet recorded whole: their newest checkpoint's
+    step and every held-out evaluation so far, read from their run
+    directories, so a report written mid-study shows how far each has come."""
+    import tensorflow as tf
+
+    found = {}
+    for name, pseeds in setup["variant_seeds"].items():
+        for pseed in pseeds:
+            key = f"pretrain.{name}.p{pseed}"
+            model_dir = store.directory.parent / "runs" / f"{name}-p{pseed}"
+            if store.done(key) or not model_dir.exists():
+                continue
+            latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+            found[key] = {
+                "step": int(latest.rsplit("-", 1)[1]) if latest else 0,
+                "total_steps": setup["total_steps"][name],
+                "kept_encoders": sorted(
+                    p.name
+                    for p in (store.directory.parent / "encoders").glob(
+                        f"{name}-p{pseed}-s*"
+                    )
+                    if not p.name.endswith(".tmp")
+                ),
+                "held_out_history": held_out_history(model_dir),
+            }
+    return found
+
+
 def write_report(args, setup, store) -> None:
     records = store.all()
     summary = summarise(setup, records)
@@ -927,6 +956,7 @@ def write_report(args, setup, store) -> None:
             for k, r in records.items()
             if k.startswith("pretrain.")
         },
+        "in_progress": runs_in_progress(setup, store),
         "summary": summary,
         "comparisons": compared,
         "finetuning_runs": {

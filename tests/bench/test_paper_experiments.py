@@ -284,9 +284,19 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
             _run("electra-p1-s100", fseed, 0.9),
         )
         store.write(f"finetune.pos.none-p1.f{fseed}", _run("none-p1", fseed, 0.8))
+    # A run still going: its newest checkpoint and kept encoders are reported.
+    checkpoints = tmp_path / "runs" / "mlm-p2" / "checkpoints"
+    checkpoints.mkdir(parents=True)
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-300"\n')
+    (checkpoints / "ckpt-300.index").write_bytes(b"")
+    (tmp_path / "encoders" / "mlm-p2-s70").mkdir(parents=True)
     output = tmp_path / "report"
     study.write_report(argparse.Namespace(output=str(output)), setup, store)
     report = json.loads(output.with_suffix(".json").read_text())
+    progress = report["in_progress"]["pretrain.mlm.p2"]
+    assert progress["step"] == 300 and progress["total_steps"] == 140
+    assert progress["kept_encoders"] == ["mlm-p2-s70"]
+    assert "pretrain.electra.p1" not in report["in_progress"]  # recorded whole
     assert report["summary"]["pos"]["electra@100"]["finetuning_runs"] == 2
     assert {"command", "date", "machine", "versions"} <= set(report)
     assert (tmp_path / "report_pos.png").stat().st_size > 0
