@@ -421,9 +421,9 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
     }
 
 
-def held_out_history(model_dir: pathlib.Path) -> dict[str, dict[str, float]]:
-    """Every held-out evaluation of a run, step -> metrics, from its
-    TensorBoard logs (the run writes no other record of them)."""
+def held_out_history(model_dir: pathlib.Path) -> list[dict[str, float]]:
+    """Every held-out evaluation of a run (`step` and metrics), in step
+    order, from its TensorBoard logs (the run writes no other record)."""
     import tensorflow as tf
 
     history: dict[str, dict[str, float]] = {}
@@ -434,7 +434,10 @@ def held_out_history(model_dir: pathlib.Path) -> dict[str, dict[str, float]]:
                     continue
                 number = float(tf.make_ndarray(value.tensor))
                 history.setdefault(str(event.step), {})[value.tag[6:]] = number
-    return dict(sorted(history.items(), key=lambda item: int(item[0])))
+    return [
+        {"step": int(step), **metrics}
+        for step, metrics in sorted(history.items(), key=lambda item: int(item[0]))
+    ]
 
 
 def setup_configs(args, data) -> dict:
@@ -967,8 +970,9 @@ def write_report(args, setup, store) -> None:
     temporary.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
     os.replace(temporary, output.with_suffix(".json"))
     output.with_suffix(".md").write_text(markdown(setup, summary, compared))
-    for task in summary:
-        plot(setup, task, summary[task], pathlib.Path(f"{output}_{task}.png"))
+    for task, points in summary.items():
+        if points:  # nothing to draw before a task's first run
+            plot(setup, task, points, pathlib.Path(f"{output}_{task}.png"))
 
 
 def markdown(setup, summary, compared) -> str:
