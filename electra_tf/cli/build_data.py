@@ -1,10 +1,11 @@
 """Build pre-training TFRecords from raw text.
 
 Input: text files (plain or .gz; local or gs://; files, directories or globs),
-one sentence per line, a blank line between documents. Output, in --output-dir:
-`train-NNNNN-of-NNNNN.tfrecord` and `eval-...` shards (int64 features input_ids,
-input_mask, segment_ids of length --max-seq-length; whole documents held out for
-eval), `vocab.txt` and `stats.json`.
+one sentence per line, a blank line between documents; or tensorflow-datasets
+datasets (tfds:<name>[/<config>][:<split>]), one example per document.
+Output, in --output-dir: `train-NNNNN-of-NNNNN.tfrecord` and `eval-...` shards
+(int64 features input_ids, input_mask, segment_ids of length --max-seq-length;
+whole documents held out for eval), `vocab.txt` and `stats.json`.
 
 The output is byte-identical for the same inputs and flags, whatever --processes
 is. A non-empty --output-dir is refused unless --overwrite, which replaces only the
@@ -17,6 +18,8 @@ Examples:
       --num-hosts 4 --processes 8
   python pretrain/build_data.py --input corpus/ --learn-vocab-size 30000 \\
       --output-dir data/new_language
+  python pretrain/build_data.py --input tfds:imdb_reviews/plain_text:unsupervised \\
+      --output-dir data/imdb128
 """
 
 from __future__ import annotations
@@ -38,14 +41,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     # fmt: off
     add = parser.add_argument_group("input").add_argument
     add("--input", action="append", metavar="PATH",
-        help="Text file, directory (all files below it) or glob; repeatable.")
-    add("--tfds-dataset", metavar="NAME", help="Also read a tensorflow-datasets "
-        "text dataset, e.g. 'wikipedia/20230601.en' (one record = one document; "
-        "its lines are the sentences). Needs network access or a prepared TFDS "
-        "data dir.")
-    add("--tfds-split", default="train", metavar="SPLIT", help="Default: train.")
-    add("--tfds-text-key", default="text", metavar="KEY",
-        help="The dataset's feature holding the text. Default: text.")
+        help="Text file, directory (all files below it) or glob, or a "
+        "tensorflow-datasets dataset as tfds:<name>[/<config>][:<split>] "
+        "(e.g. tfds:imdb_reviews/plain_text:unsupervised; one example = one "
+        "document, its lines the sentences; downloaded and prepared by tfds "
+        "on first use); repeatable.")
+    add("--tfds-text-field", metavar="FEATURE", help="The feature tfds: inputs "
+        "read their text from. Default: the dataset's one text feature (or "
+        "the one named 'text').")
     vocab = parser.add_argument_group("vocabulary")
     choice = vocab.add_mutually_exclusive_group()
     choice.add_argument("--vocab", metavar="PATH", help="vocab.txt to tokenise "

@@ -39,8 +39,13 @@ def parse_args(argv=None):
     add("--eval-data", help="TFRecord pattern(s) of held-out data. Default: the "
         "eval shards next to --data, if any.")
     add("--corpus", action="append", help="Raw text (files, dirs or globs; one "
-        "sentence per line, blank line between documents) to build TFRecords "
-        "from without --data. Default: the demo corpus in electra_tf/assets.")
+        "sentence per line, blank line between documents) or a "
+        "tensorflow-datasets dataset (tfds:<name>[/<config>][:<split>], e.g. "
+        "tfds:imdb_reviews/plain_text:unsupervised; one example = one "
+        "document) to build TFRecords from without --data; repeatable. "
+        "Default: the demo corpus in electra_tf/assets.")
+    add("--tfds-text-field", help="The feature tfds: corpora read their text "
+        "from. Default: the one text feature (or the one named 'text').")
     add("--vocab", help="WordPiece vocab.txt, e.g. electra_tf/assets/vocab.txt "
         "(BERT uncased). Default: the vocab.txt next to --data; with --corpus, "
         "one learned from it (--learn-vocab-size); with neither, the demo "

@@ -9,6 +9,8 @@ or gzip-compressed (`.gz`); local or any `tf.io.gfile` path (`gs://...`):
     A second document starts after a blank line.
 
 Files are streamed a block at a time, so a corpus file may be larger than memory.
+Instead of a path, `tfds:<name>[/<config>][:<split>]` names a tensorflow-datasets
+dataset, one example a document (see `tfds_corpus`).
 
 >>> files = expand_paths(DEMO_CORPUS)  # files, directories or globs
 >>> [os.path.basename(path) for path in files]
@@ -23,7 +25,7 @@ from __future__ import annotations
 import gzip
 import os
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import tensorflow as tf
 
@@ -44,27 +46,37 @@ class CorpusError(ElectraError, ValueError):
     """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
 
 
-def expand_paths(patterns: str | os.PathLike | Iterable) -> list[str]:
+def expand_paths(patterns) -> list:
     """The files named by `patterns`: files, directories or glob patterns.
 
     A directory stands for every file below it (recursively; hidden files and
     directories skipped), sorted; a glob for its matches, sorted. A file named
-    twice is kept once, at its first place.
+    twice is kept once, at its first place. A `tfds:...` source is kept, as a
+    `TfdsCorpus`, in its place.
 
     Args:
-        patterns: one path or pattern, or an iterable of them; local or
-            `tf.io.gfile` paths such as `gs://bucket/corpus/*.txt.gz`.
+        patterns: one path, pattern or `tfds:` source, or an iterable of them;
+            local or `tf.io.gfile` paths such as `gs://bucket/corpus/*.txt.gz`.
 
     Returns:
-        The file paths, in a deterministic order.
+        The file paths (and `TfdsCorpus` sources), in a deterministic order.
 
     Raises:
-        CorpusError: a pattern matches nothing (naming the pattern).
+        CorpusError: a pattern matches nothing (naming the pattern), or a
+            `tfds:` source is malformed.
     """
-    if isinstance(patterns, (str, os.PathLike)):
+    from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
+
+    if isinstance(patterns, (str, os.PathLike, TfdsCorpus)):
         patterns = [patterns]
-    files: list[str] = []
-    for pattern in map(os.fspath, patterns):
+    files: list = []
+    for pattern in patterns:
+        if is_tfds_source(pattern):
+            if not isinstance(pattern, TfdsCorpus):
+                pattern = TfdsCorpus.parse(pattern)
+            files.append(pattern)
+            continue
+        pattern = os.fspath(pattern)
         if tf.io.gfile.isdir(pattern):
             found = _files_below(pattern)
             if not found:
@@ -92,8 +104,11 @@ def _files_below(directory: str) -> list[str]:
     return sorted(found)
 
 
-def iter_documents(path: str | os.PathLike) -> Iterator[list[str]]:
+def iter_documents(path) -> Iterator[list[str]]:
     """Yields the documents of one corpus file, each a list of non-empty lines.
+
+    `path` may also be a `tfds:` source (a string or `TfdsCorpus`): one example
+    is one document (see `TfdsCorpus.iter_documents`).
 
     Lines are stripped of surrounding whitespace; a line empty after stripping
     ends the current document (several blank lines make one boundary). Only
@@ -105,6 +120,13 @@ def iter_documents(path: str | os.PathLike) -> Iterator[list[str]]:
             binary (a NUL byte: e.g. UTF-16 text or a compiled file) or not UTF-8;
             the last two give the byte offset (in the decompressed text).
     """
+    from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
+
+    if is_tfds_source(path):
+        if not isinstance(path, TfdsCorpus):
+            path = TfdsCorpus.parse(path)
+        yield from path.iter_documents()
+        return
     path = os.fspath(path)
     if not tf.io.gfile.exists(path):
         raise CorpusError(f"corpus file not found: {path}")

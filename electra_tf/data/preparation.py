@@ -18,6 +18,7 @@ import tensorflow as tf
 from electra_tf.config import ConfigError
 from electra_tf.data.corpus import DEMO_CORPUS
 from electra_tf.data.input_pipeline import list_files, read_data_stats
+from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
 from electra_tf.data.tfrecord_format import STATS_FILE, VOCABULARY_FILE
 from electra_tf.data.tfrecord_writer import (
     BuildError,
@@ -162,9 +163,7 @@ def build_corpus_data(
     output_dir: str,
     *,
     inputs=(),
-    tfds_dataset: str | None = None,
-    tfds_split: str = "train",
-    tfds_text_key: str = "text",
+    tfds_text_field: str | None = None,
     vocab: str | None = None,
     learn_vocab_size: int | None = None,
     learned_vocab_path: str | None = None,
@@ -176,7 +175,11 @@ def build_corpus_data(
     overwrite: bool = False,
     **build,
 ) -> dict:
-    """`pretrain/build_data.py`: TFRecords from text files and/or a TFDS dataset.
+    """`pretrain/build_data.py`: TFRecords from text files and/or tfds datasets.
+
+    `inputs` are files, directories, globs or `tfds:<name>[/<config>][:<split>]`
+    sources (see `tfds_corpus`), whose text is the feature `tfds_text_field`
+    (None: inferred).
 
     The vocabulary is `vocab` (default: the bundled BERT uncased one) or, with
     `learn_vocab_size`, learned from the inputs and written to
@@ -188,8 +191,9 @@ def build_corpus_data(
     statistics.
 
     Raises:
-        BuildError: bad counts, no input, an unusable TFDS dataset, or a file
-            system error; CorpusError, DataError, VocabularyError.
+        BuildError: bad counts, no input, or a file system error;
+        CorpusError (also for an unusable tfds dataset), DataError,
+        VocabularyError.
     """
     num_eval_shards = num_hosts if num_eval_shards is None else num_eval_shards
     if num_hosts < 1:
@@ -207,15 +211,20 @@ def build_corpus_data(
         # Fail before any slow step (downloading, learning a vocabulary).
         check_output_dir(output_dir, overwrite)
         inputs = list(inputs)
-        if not inputs and not tfds_dataset:
-            raise BuildError("give at least one --input (or --tfds-dataset)")
-        # Intermediate files (tfds text, a learned vocabulary before the build
-        # copies it) live outside output_dir, which must stay empty until then.
+        if not inputs:
+            raise BuildError("give at least one --input")
+        if tfds_text_field is not None:
+            if not any(map(is_tfds_source, inputs)):
+                raise BuildError("--tfds-text-field is for tfds: inputs; none given")
+            inputs = [
+                TfdsCorpus.parse(source, tfds_text_field)
+                if isinstance(source, str) and is_tfds_source(source)
+                else source
+                for source in inputs
+            ]
+        # A learned vocabulary is written outside output_dir (until the build
+        # copies it), which must stay empty until then.
         with tempfile.TemporaryDirectory(prefix="build_data-") as scratch:
-            if tfds_dataset:
-                inputs.append(
-                    _tfds_to_text(tfds_dataset, tfds_split, tfds_text_key, scratch)
-                )
             if learn_vocab_size is not None:
                 vocabulary = learn_vocabulary(
                     inputs,
@@ -242,31 +251,3 @@ def build_corpus_data(
     except (OSError, tf.errors.OpError) as error:  # e.g. permission denied
         message = getattr(error, "message", None) or str(error)
         raise BuildError(message) from error
-
-
-def _tfds_to_text(name: str, split: str, key: str, directory: str) -> str:
-    """Writes a tensorflow-datasets text dataset as a corpus file; returns its path.
-
-    Each record becomes a document; its non-blank lines, its sentences.
-    """
-    # Imported here: loading tensorflow-datasets takes seconds, and only this
-    # (rarely used) source needs it.
-    import tensorflow_datasets as tfds
-
-    try:
-        dataset = tfds.load(name, split=split)
-    except Exception as error:  # tfds raises many types (network, unknown name)
-        raise BuildError(f"cannot load tfds dataset {name!r}: {error}") from error
-    if key not in dataset.element_spec:
-        raise BuildError(
-            f"tfds dataset {name!r} has no feature {key!r} "
-            f"(it has {sorted(dataset.element_spec)}); pass --tfds-text-key"
-        )
-    path = os.path.join(directory, f"tfds-{name.replace('/', '_')}-{split}.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        for record in tfds.as_numpy(dataset.map(lambda r: r[key])):
-            text = record.decode("utf-8", errors="replace")
-            lines = [line.strip() for line in text.splitlines() if line.strip()]
-            if lines:
-                f.write("\n".join(lines) + "\n\n")
-    return path

@@ -132,7 +132,8 @@ def build_pretraining_data(
     Args:
         input_files: corpus files, directories or glob patterns (see
             `corpus.expand_paths`: one sentence per line, blank line between
-            documents; plain or .gz; local or gs://).
+            documents; plain or .gz; local or gs://), or `tfds:` sources (see
+            `tfds_corpus`).
         vocabulary: an `electra_tf.data.vocabulary.Vocabulary`.
         output_dir: where the shards, `vocab.txt` and `stats.json` go; created
             if missing; must be empty unless `overwrite`.
@@ -213,7 +214,7 @@ def build_pretraining_data(
         for writer in writers.values():
             writer.close()
         if not totals.tokens:
-            shown = ", ".join(files[:5]) + (", ..." if len(files) > 5 else "")
+            shown = ", ".join(map(str, files[:5])) + (", ..." if len(files) > 5 else "")
             raise CorpusError(f"the corpus has no text: {shown}")
         if not totals.train_examples:
             raise BuildError(
@@ -231,7 +232,7 @@ def build_pretraining_data(
         raise
 
     stats = {
-        "input_files": files,
+        "input_files": [str(path) for path in files],
         "documents": totals.documents,
         "train_documents": totals.train_documents,
         "eval_documents": totals.eval_documents,

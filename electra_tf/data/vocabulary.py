@@ -285,7 +285,7 @@ def learn_vocabulary(
     dataset = tf.data.Dataset.from_generator(
         sentences, output_signature=tf.TensorSpec([], tf.string)
     ).batch(_LEARN_BATCH)
-    no_text = f"the corpus has no text: {', '.join(files)}"
+    no_text = f"the corpus has no text: {', '.join(map(str, files))}"
     try:
         learned = keras_hub.tokenizers.compute_word_piece_vocabulary(
             dataset,

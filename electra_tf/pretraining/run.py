@@ -191,6 +191,7 @@ def pretrain(flags: PretrainingFlags) -> dict:
         data=flags.data,
         eval_data=flags.eval_data,
         corpus=flags.corpus,
+        tfds_text_field=flags.tfds_text_field,
         vocab=flags.vocab,
         learn_vocab_size=flags.learn_vocab_size,
         lowercase=flags.lowercase,

@@ -34,6 +34,8 @@ class PretrainingFlags:
     data: str | None = None
     eval_data: str | None = None
     corpus: tuple[str, ...] = ()
+    # The feature `tfds:` corpora read their text from; None: inferred.
+    tfds_text_field: str | None = None
     vocab: str | None = None
     learn_vocab_size: int = 8192
     lowercase: bool = True

@@ -454,22 +454,3 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys, arguments, message
 def test_docstring_examples_run(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
-
-
-def test_cli_reads_a_tfds_text_dataset(tmp_path, capsys):
-    # tfds' mock data: records generated from the dataset's feature spec, offline.
-    import tensorflow_datasets as tfds
-
-    arguments = ["--tfds-dataset", "imdb_reviews", "--max-seq-length", "16"]
-    arguments += ["--eval-fraction", "0", "--no-progress"]
-    policy = tfds.testing.MockPolicy.USE_CODE
-    with tfds.testing.mock_data(num_examples=4, policy=policy):
-        code = _cli().main([*arguments, "--output-dir", str(tmp_path / "a")])
-        assert code == 0, capsys.readouterr().err
-        stats = json.loads((tmp_path / "a" / "stats.json").read_text())
-        assert stats["documents"] == 4 and stats["train_examples"] >= 4
-        code = _cli().main(
-            [*arguments, "--tfds-text-key", "body", "--output-dir", str(tmp_path / "b")]
-        )
-    assert code == 2
-    assert "has no feature 'body'" in capsys.readouterr().err
