@@ -12,7 +12,8 @@ or `--task mnli --tfds`. On your own files: `--train-file train.csv --dev-file
 dev.csv --text-columns review --label-column stars` (CSV, TSV or JSON Lines;
 classes or scores inferred from the labels, or `--label-type`). Tagging:
 `--task tagging --train-file train.conll --dev-file dev.conll` (CoNLL layout;
-without files, the bundled Brown POS excerpt). Writes `metrics.json` (per seed
+`--tfds`: CoNLL-2003 NER from tensorflow-datasets; neither, the bundled Brown
+POS excerpt). Writes `metrics.json` (per seed
 and epoch, and the median over seeds), TensorBoard logs, predictions of the
 test split (GLUE-server TSVs; MNLI also AX.tsv) and a raw-text SavedModel to
 --output-dir.
@@ -68,7 +69,8 @@ def parse_args(argv=None):
         "root holding CoLA/, SST-2/, ... or one task's directory. Default: the "
         "demo excerpt (sst2 only).")
     data.add_argument("--tfds", action="store_true",
-        help="Read glue/<task> from tensorflow-datasets (downloads it).")
+        help="Read the task from tensorflow-datasets (downloads it): glue/<task>; "
+        "squad/v1.1 or v2.0; for --task tagging, conll2003 (NER).")
     add("--output-dir", help="Output directory (default: runs/finetune/<task>; "
         "custom for your own classification data). One that holds a previous "
         "run (its metrics.json) is refused unless --overwrite.")

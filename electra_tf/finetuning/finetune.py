@@ -30,9 +30,11 @@ from electra_tf.finetuning.settings import (
     refuse_train_examples,
     resolve_finetuning_config,
 )
+from electra_tf.finetuning.tagging_data import TFDS_TAGGING
 from electra_tf.finetuning.tagging_run import (
     build_token_classifier,
     load_tagging_data,
+    load_tfds_tagging_data,
     run_tagging,
 )
 from electra_tf.models.text_classifier import preset_architecture
@@ -47,7 +49,8 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     The data: a GLUE task (`--data-dir`, `--tfds`, or the demo excerpt as
     SST-2), the user's own files (`--train-file`, `--dev-file`; see
     `electra_tf.finetuning.custom_data`), or CoNLL files for `--task tagging`
-    (the bundled Brown POS excerpt without files).
+    (`--tfds`: CoNLL-2003 NER from tensorflow-datasets; neither: the bundled
+    Brown POS excerpt).
 
     Raises `ElectraError` subclasses for everything a user can fix.
     """
@@ -62,10 +65,15 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
         flags.train_file and flags.dev_file
     ):
         raise ConfigError("--train-file and --dev-file go together")
-    if (tagging or custom) and (flags.data_dir or flags.tfds):
+    if custom and (flags.data_dir or flags.tfds):
+        raise ConfigError("--train-file and --data-dir/--tfds: choose one")
+    if tagging and flags.data_dir:
         raise ConfigError(
-            "--train-file/--task tagging and --data-dir/--tfds: choose one"
+            "--task tagging reads CoNLL files (--train-file, --dev-file) or "
+            f"--tfds ({TFDS_TAGGING}), not --data-dir"
         )
+    if tagging and flags.tfds and (flags.train_file or flags.test_file):
+        raise ConfigError("--task tagging: --tfds or your own files, choose one")
     if tagging:
         refuse_train_examples(flags)
     refuse_flags_that_do_not_apply(
@@ -73,7 +81,10 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     )
     seeds = parse_seeds(flags.seeds)
     task = tags = None
-    if tagging:
+    if tagging and flags.tfds:
+        data = load_tfds_tagging_data()
+        tags, name, data_source = data.tags, "tagging", data.train.source
+    elif tagging:
         test_file = flags.test_file
         if not flags.train_file:  # the demo excerpt
             test_file = os.path.join(DEMO_TAGGING, "test.conll")

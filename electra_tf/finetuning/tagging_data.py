@@ -1,4 +1,4 @@
-"""Tagged sentences from CoNLL-layout files.
+"""Tagged sentences from CoNLL-layout files, or from tensorflow-datasets.
 
 One word per line, its tag in the last column, a blank line between
 sentences. Columns are tab-separated if the line has a tab, else separated by
@@ -11,6 +11,10 @@ Problems (a missing file, a line with another number of columns, an empty
 word or tag (`word<TAB>`), no sentences, text that is not UTF-8, a dev tag
 train never had) raise
 `TaggingDataError`, one line naming the file, the line and the value.
+
+`load_tfds_tagging` reads a tfds tagging set instead: CoNLL-2003 NER
+(`conll2003`, the words of `tokens`, the tags of `ner`) by default, its tag
+names from the dataset's `ClassLabel`.
 
 Example:
 >>> import pathlib, tempfile
@@ -32,6 +36,11 @@ import tensorflow as tf
 from electra_tf.finetuning.glue_readers import GlueDataError
 
 DOCUMENT_START = "-DOCSTART-"
+# The tensorflow-datasets tagging set `--task tagging --tfds` reads: CoNLL-2003
+# English NER (splits train, dev, test), its words and the feature of its tags.
+TFDS_TAGGING = "conll2003"
+TFDS_WORDS_FEATURE = "tokens"
+TFDS_TAGS_FEATURE = "ner"
 
 
 class TaggingDataError(GlueDataError):
@@ -160,3 +169,58 @@ def check_tags(sentences: TaggedSentences, tags: tuple[str, ...], train_source: 
                     f"{sentences.source}, line {first_line + offset}: tag {tag!r} "
                     f"does not occur in the training file {train_source}"
                 )
+
+
+def load_tfds_tagging(
+    split: str,
+    name: str = TFDS_TAGGING,
+    tags_feature: str = TFDS_TAGS_FEATURE,
+    words_feature: str = TFDS_WORDS_FEATURE,
+    data_dir: str | None = None,
+) -> tuple[TaggedSentences, tuple[str, ...]]:
+    """`split` of the tfds tagging set `name`, and its tag names in id order.
+
+    tfds downloads and prepares it on first use (into `data_dir`, or its
+    default `~/tensorflow_datasets`). Sentences that are only a `-DOCSTART-`
+    line are skipped, as in CoNLL files.
+
+    Raises:
+        TaggingDataError: the dataset cannot be loaded, lacks the features, a
+            sentence has not one tag per word, or the split has no sentences.
+    """
+    import tensorflow_datasets as tfds
+
+    source = f"tfds {name}:{split}"
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+        features = builder.info.features
+        if words_feature not in features or tags_feature not in features:
+            raise TaggingDataError(
+                f"{source} has no features {words_feature!r} and {tags_feature!r} "
+                f"(it has {', '.join(sorted(features))})"
+            )
+        tag_names = tuple(features[tags_feature].feature.names)
+        builder.download_and_prepare()
+        dataset = builder.as_dataset(split=split, shuffle_files=False)
+    except TaggingDataError:
+        raise
+    except Exception as error:  # tfds raises many kinds; report any of them
+        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
+        raise TaggingDataError(f"{source} could not be loaded: {first}") from error
+    words, tags = [], []
+    for example in tfds.as_numpy(dataset):
+        sentence = tuple(word.decode("utf-8") for word in example[words_feature])
+        if not sentence or sentence == (DOCUMENT_START,):
+            continue
+        ids = example[tags_feature]
+        if len(ids) != len(sentence):
+            raise TaggingDataError(
+                f"{source}, sentence {len(words) + 1}: {len(sentence)} words but "
+                f"{len(ids)} tags"
+            )
+        words.append(sentence)
+        tags.append(tuple(tag_names[i] for i in ids))
+    if not words:
+        raise TaggingDataError(f"{source}: no sentences")
+    sentences = TaggedSentences(words=tuple(words), tags=tuple(tags), source=source)
+    return sentences, tag_names

@@ -40,9 +40,11 @@ from electra_tf.finetuning.run import (
 )
 from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.tagging_data import (
+    TFDS_TAGGING,
     TaggedSentences,
     TaggingDataError,
     check_tags,
+    load_tfds_tagging,
     read_conll,
 )
 from electra_tf.finetuning.tagging_metrics import is_span_tag_set, tagging_scores
@@ -88,6 +90,21 @@ def load_tagging_data(
     check_tags(dev, tags, train.source)
     test = read_conll(test_file, labelled=False) if test_file else None
     return TaggingData(tags=tags, train=train, dev=dev, test=test)
+
+
+def load_tfds_tagging_data(
+    name: str = TFDS_TAGGING, data_dir: str | None = None
+) -> TaggingData:
+    """The train, dev and test splits of a tfds tagging set (`load_tfds_tagging`;
+    default CoNLL-2003 NER), its tags the dataset's tag names in id order. The
+    test split is read unlabelled: its tags are predicted, as a test file's."""
+    train, tags = load_tfds_tagging("train", name, data_dir=data_dir)
+    dev, _ = load_tfds_tagging("dev", name, data_dir=data_dir)
+    test, _ = load_tfds_tagging("test", name, data_dir=data_dir)
+    check_tags(dev, tags, train.source)
+    return TaggingData(
+        tags=tags, train=train, dev=dev, test=dataclasses.replace(test, tags=None)
+    )
 
 
 def build_token_classifier(

@@ -69,6 +69,15 @@ def _error(capsys, argv):
             "--test-file does not apply to GLUE task sst2 (it is for your own "
             "--train-file)",
         ),
+        (
+            [*TAGGING, "--data-dir", "conll"],
+            "--task tagging reads CoNLL files (--train-file, --dev-file) or "
+            "--tfds (conll2003), not --data-dir",
+        ),
+        (
+            [*TAGGING, "--tfds", "--train-file", "t.conll", "--dev-file", "d.conll"],
+            "--task tagging: --tfds or your own files, choose one",
+        ),
     ],
     ids=[
         "max-seq-length-2-tagging",
@@ -81,6 +90,8 @@ def _error(capsys, argv):
         "text-columns-tagging",
         "label-type-glue",
         "test-file-glue",
+        "data-dir-tagging",
+        "tfds-and-files-tagging",
     ],
 )
 def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):

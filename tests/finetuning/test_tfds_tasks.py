@@ -1,0 +1,115 @@
+"""GLUE, tagging and SQuAD read from tensorflow-datasets, offline.
+
+`tfds.testing.mock_data` runs tfds' own `builder`/`download_and_prepare`/
+`as_dataset` path without downloading. Its random examples (USE_CODE: from
+the features each dataset's code declares) serve GLUE; tagging and SQuAD need
+consistent examples (one tag per word, answers found in their context), which
+`as_dataset_fn` gives in the datasets' own feature layout.
+"""
+
+import numpy as np
+import pytest
+
+from electra_tf.finetuning.glue_readers import load_tfds_split
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.squad_data import load_tfds_squad
+from electra_tf.finetuning.tagging_data import TaggingDataError, load_tfds_tagging
+from electra_tf.finetuning.tagging_run import load_tfds_tagging_data
+
+tfds = pytest.importorskip("tensorflow_datasets")
+tf = pytest.importorskip("tensorflow")
+
+NER = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
+CONLL = [
+    # ner ids index NER; pos and chunks, unused, are zeros.
+    {"tokens": tokens, "ner": ner, "pos": [0] * len(ner), "chunks": [0] * len(ner)}
+    for tokens, ner in [
+        (["-DOCSTART-"], [0]),
+        (["EU", "rejects", "German", "call"], [3, 0, 7, 0]),
+        (["Peter", "Blackburn"], [1, 2]),
+    ]
+]
+CONTEXT = "The Normans were the people who gave their name to Normandy."
+SQUAD = [
+    {
+        "id": f"q{i}",
+        "title": "Normans",
+        "context": CONTEXT,
+        "question": "Who gave their name to Normandy?",
+        "answers": {"text": ["The Normans"], "answer_start": [0]},
+        "is_impossible": False,
+        "plausible_answers": {"text": [], "answer_start": []},
+    }
+    for i in range(3)
+]
+
+
+def _records_as_dataset(records_by_dataset):
+    """An `as_dataset_fn` serving `records_by_dataset[dataset name]` (any split),
+    each record cut to the builder's features and typed as they declare."""
+
+    def as_dataset(self, *args, **kwargs):
+        features = self.info.features
+        signature = features.get_tensor_spec()
+        records = [
+            {key: record[key] for key in signature}
+            for record in records_by_dataset[self.name]
+        ]
+        return tf.data.Dataset.from_generator(
+            lambda: iter(records), output_signature=signature
+        )
+
+    return as_dataset
+
+
+@pytest.fixture
+def consistent_tfds():
+    records = {"conll2003": CONLL, "squad": SQUAD}
+    with tfds.testing.mock_data(as_dataset_fn=_records_as_dataset(records)):
+        yield
+
+
+def test_glue_sst2_from_mock_tfds():
+    with tfds.testing.mock_data(num_examples=4):
+        sst2 = get_task("sst2")
+        train = load_tfds_split(sst2, "train")
+        assert len(train) == 4 and len(train.texts) == 1
+        assert isinstance(train.texts[0][0], str)
+        assert set(train.labels.tolist()) <= {0, 1}
+        assert train.labels.dtype == np.int32
+        assert train.source == "tfds glue/sst2:train"
+        assert load_tfds_split(sst2, "test").labels is None
+
+
+def test_conll2003_tags_come_from_its_class_label(consistent_tfds):
+    data = load_tfds_tagging_data()
+    assert data.tags == NER and data.span_tags
+    # The -DOCSTART- sentence is skipped, as in CoNLL files.
+    assert data.train.words == (
+        ("EU", "rejects", "German", "call"),
+        ("Peter", "Blackburn"),
+    )
+    assert data.train.tags == (("B-ORG", "O", "B-MISC", "O"), ("B-PER", "I-PER"))
+    assert data.train.source == "tfds conll2003:train"
+    assert data.dev.tags == data.train.tags
+    assert data.test.words == data.train.words and data.test.tags is None
+
+
+def test_tfds_tagging_refuses_a_sentence_without_one_tag_per_word():
+    # tfds' random examples draw each sequence's length on its own.
+    with tfds.testing.mock_data(num_examples=3):
+        with pytest.raises(TaggingDataError, match=r"conll2003:train, sentence 1: "):
+            load_tfds_tagging("train")
+    with tfds.testing.mock_data(num_examples=3):
+        with pytest.raises(
+            TaggingDataError, match="has no features 'tokens' and 'tags'"
+        ):
+            load_tfds_tagging("train", tags_feature="tags")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_squad_from_mock_tfds(consistent_tfds, version):
+    examples = load_tfds_squad(version, "dev")
+    assert [example.qid for example in examples] == ["q0", "q1", "q2"]
+    assert examples[0].answers == (("The Normans", 0),)
+    assert examples[0].context == CONTEXT and not examples[0].is_impossible
