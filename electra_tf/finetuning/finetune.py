@@ -20,9 +20,9 @@ from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.run import build_classifier, load_task_data, run_finetuning
 from electra_tf.finetuning.settings import (
     DEMO_DATA,
-    DEMO_PRETRAINED,
     DEMO_TAGGING,
     FinetuningFlags,
+    check_demo_pretrained,
     check_output_dir,
     parse_seeds,
     random_init_model,
@@ -127,12 +127,8 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     if pretrained is None:
         model_config, vocabulary = random_init_model(flags)
         hidden_dim = model_config.hidden_dim
-    elif pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
-        raise ConfigError(
-            f"{pretrained} not found: run `python pretrain/run.py` first (the "
-            "pre-training demo exports it there), or pass --pretrained none"
-        )
     else:
+        check_demo_pretrained(pretrained)
         architecture = preset_architecture(pretrained)
         hidden_dim = architecture["hidden_dim"]
     # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.

@@ -42,8 +42,8 @@ from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
-    DEMO_PRETRAINED,
     FinetuningFlags,
+    check_demo_pretrained,
     check_output_dir,
     flag_overrides,
     parse_seeds,
@@ -491,11 +491,7 @@ def finetune_squad_from_flags(flags: FinetuningFlags) -> tuple[str, dict]:
     check_output_dir(output_dir, flags.overwrite)
     version = SQUAD_TASKS[flags.task]
     pretrained = None if flags.pretrained.lower() == "none" else flags.pretrained
-    if pretrained == DEMO_PRETRAINED and not os.path.isdir(pretrained):
-        raise ConfigError(
-            f"{pretrained} not found: run `python pretrain/run.py` first (the "
-            "pre-training demo exports it there), or pass --pretrained none"
-        )
+    check_demo_pretrained(pretrained)
     model_config = vocabulary = None
     if pretrained is None:
         model_config, vocabulary = random_init_model(flags)

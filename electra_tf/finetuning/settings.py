@@ -186,6 +186,22 @@ class FinetuningFlags:
     jit: str = "auto"
 
 
+def check_demo_pretrained(pretrained: str | None) -> None:
+    """`ConfigError` if `pretrained` is the default `DEMO_PRETRAINED` and is
+    missing. That default is relative to the working directory, as is the
+    pre-training demo's `--model-dir`: the message names the absolute path
+    looked at and the command that writes it there."""
+    if pretrained != DEMO_PRETRAINED or os.path.isdir(pretrained):
+        return
+    raise ConfigError(
+        f"no pre-trained model at {os.path.abspath(pretrained)} (the default "
+        f"--pretrained, {DEMO_PRETRAINED}, under the current directory): run "
+        f"`python pretrain/run.py` (or `electra-pretrain`) in {os.getcwd()} "
+        "first, which exports it there; or pass --pretrained PATH, or "
+        "--pretrained none"
+    )
+
+
 def parse_seeds(text: str) -> list[int]:
     """`--seeds` ("1,2,3") as integers; raises `ConfigError` naming the flag."""
     try:

@@ -153,3 +153,22 @@ def test_help_names_max_seq_length_and_overwrite(capsys):
     assert "is refused unless --overwrite" in text
     assert "--overwrite Replace a previous run in --output-dir" in text
     assert "--epochs EPOCHS At least 1." in text
+
+
+@pytest.mark.parametrize("task", ["sst2", "squad1"])
+def test_a_missing_default_pretrained_names_where_it_looked(
+    task, capsys, tmp_path, monkeypatch
+):
+    # The default --pretrained is relative to the working directory, as is
+    # pre-training's --model-dir: the error names the absolute path and the
+    # command that writes it there.
+    monkeypatch.chdir(tmp_path)
+    data = REPO / "tests/fixtures" / ("glue" if task == "sst2" else "squad")
+    message = _error(capsys, ["--task", task, "--data-dir", str(data)])
+    assert message == (
+        f"no pre-trained model at {tmp_path / 'runs/pretrain/export/discriminator'} "
+        "(the default --pretrained, runs/pretrain/export/discriminator, under the "
+        f"current directory): run `python pretrain/run.py` (or `electra-pretrain`) "
+        f"in {tmp_path} first, which exports it there; or pass --pretrained PATH, "
+        "or --pretrained none"
+    )
