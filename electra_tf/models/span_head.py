@@ -33,7 +33,9 @@ class SpanHead(keras.layers.Layer):
     Call: `(sequence_output [B, L, H], segment_ids [B, L], padding_mask
     [B, L], start_positions [B] or None)`. A non-negative `start_positions`
     conditions the end on it (K = 1); None or any negative entry means
-    "predict": the top `beam_size` starts (K = min(beam_size, L)).
+    "predict": the top `beam_size` starts (K = min(beam_size, L)). In
+    training, `start_positions` is always the gold start (a negative one
+    counts as 0, `[CLS]`), so the train step has no data-dependent branch.
 
     Returns float32 `start_logits` [B, L], `end_logits` [B, K, L],
     int32 `start_index` [B, K] (the starts the ends are conditioned on) and,
@@ -92,7 +94,9 @@ class SpanHead(keras.layers.Layer):
         logits = tf.cast(self.end_dense(x)[..., 0], "float32")  # [B, K, L]
         return logits + _MASKED * (1.0 - answer_mask[:, None, :])
 
-    def call(self, hidden, segment_ids, padding_mask, start_positions=None):
+    def call(
+        self, hidden, segment_ids, padding_mask, start_positions=None, training=None
+    ):
         length = tf.shape(hidden)[1]
         answer_mask = tf.cast(padding_mask, "float32") * tf.cast(segment_ids, "float32")
         answer_mask = tf.maximum(answer_mask, tf.one_hot(0, length)[None, :])
@@ -105,6 +109,12 @@ class SpanHead(keras.layers.Layer):
 
         if start_positions is None:
             start_index = beam()
+        elif training:
+            # Training windows always carry their gold start (0, [CLS], when
+            # the answer is elsewhere). No `tf.cond` here: its branches differ
+            # in K, which XLA pads to the beam's K, and the end loss then
+            # sees [B, beam_size, L] logits for [B, 1] labels.
+            start_index = tf.maximum(tf.cast(start_positions, "int32"), 0)[:, None]
         else:
             gold = tf.cast(start_positions, "int32")[:, None]
             start_index = tf.cond(
@@ -124,7 +134,7 @@ class SpanHead(keras.layers.Layer):
         return outputs
 
     def compute_output_spec(
-        self, hidden, segment_ids, padding_mask, start_positions=None
+        self, hidden, segment_ids, padding_mask, start_positions=None, training=None
     ):
         batch, length = hidden.shape[0], hidden.shape[1]
         spec = {
