@@ -214,3 +214,17 @@ def executed_pretraining_flops(
     """
     generator, discriminator = _forward(model, pretraining, dense_lookup=False)
     return 3.0 * (generator + discriminator)
+
+
+def executed_encoder_training_flops(model: ModelConfig, length: int) -> float:
+    """Training FLOPs per sequence of `length` of the discriminator-sized encoder.
+
+    What a fine-tuning step executes, heads left out (a classifier's is one
+    H x H layer per sequence, a tagger's or span head's a few per token: at
+    `small` under 3% of the encoder's): sparse embedding lookups, and a
+    backward pass of twice the forward (training = 3 x forward), as
+    `executed_pretraining_flops` counts.
+    """
+    encoder, _ = _towers(model, length)
+    forward = encoder.layers * encoder.block() + encoder.embeddings(dense_lookup=False)
+    return 3.0 * forward
