@@ -1,33 +1,73 @@
-"""Fine-tuning throughput of each task on this machine: training examples per second.
+"""Fine-tuning throughput and MFU: ours next to transformers, per task kind.
 
-    python -m bench.suite.finetune_throughput --preset small \
-        --tasks classification,tagging
+    python -m bench.suite.finetune_throughput --preset small \\
+        --tasks classification,tagging,qa --implementations ours,transformers
 
-Each task trains the `--preset` encoder (random weights: speed does not
-depend on them; the bundled BERT vocabulary) with ELECTRA's recipe and
-`model.fit`, on real data: classification on rt_polarity sentences (as SST-2),
-tagging on Brown POS sentences. After `--warmup-steps` (tracing, first
-batches) it times `--steps` more and reports examples (sentences) per second,
-and for tagging also words per second. Writes `--output` (JSON with the
-command, date and machine).
+Per task, each implementation trains a randomly initialised `--preset`
+encoder (speed does not depend on the weights; the bundled BERT vocabulary)
+with a task head, on real text, in a resident worker process of its own:
+
+* `ours`: the model, optimizer and input pipeline fine-tuning builds
+  (`model.fit`, ELECTRA's recipe: `ElectraAdam`, layer-wise decay, clipping),
+  with XLA as `--jit` resolves it for fine-tuning; `ours_xla` / `ours_graph`
+  force XLA on or off.
+* `transformers`: `ElectraForSequenceClassification` /
+  `ElectraForTokenClassification` / `ElectraForQuestionAnswering` of the same
+  size on PyTorch, as a typical user trains them: `torch.optim.AdamW`, a
+  linear schedule, global-norm clipping, and the fast BERT tokenizer
+  (`BertTokenizerFast`, same vocabulary) called in the training loop.
+
+The tasks: `classification` (rt_polarity sentences, as SST-2), `tagging`
+(Brown POS sentences, the first piece of each word labelled) and `qa` (span
+extraction on SQuAD 1.1 windows; the shared data holds no SQuAD, so the
+questions and contexts of the repository's fixture,
+`tests/fixtures/squad/train-v1.1.json`, repeated; the windows are made once,
+before training, as a run does, on both sides). Every batch is
+`--batch-size` sentences (qa: windows), padded to `--max-seq-length`.
+
+To compare per core, every worker runs on one thread (TensorFlow's intra-
+and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
+CPU (`--core`), and the workers take turns: `--warmup-steps` each (tracing,
+XLA compilation), then `--rounds` rounds of `--steps` timed steps each, so
+load drifts of a shared machine hit all of them. Per round each worker
+first measures a one-thread float32 matmul peak as `pretrain_throughput`
+does (the best single call of 1024^2 and 2048^2 matmuls, and GFLOP per
+CPU-second).
+
+MFU counts the FLOPs a step executes, the same for every implementation:
+the encoder's forward (`electra_tf.pretraining.flops`, sparse embedding
+lookups) x 3 for the backward pass, heads left out (under 3% at `small`):
+`MFU` per wall-clock second over the round's best matmul GFLOP/s, `MFU CPU`
+per CPU-second of the step over the matmul's GFLOP per CPU-second (the one
+that another job sharing the core does not distort). Medians over rounds.
+Writes `--output` (JSON with the command, date and machine).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import pathlib
+import statistics
 import sys
 import time
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from bench.worker_process import WorkerDied, WorkerProcess
 
-TASKS = ("classification", "tagging")
+REPO = pathlib.Path(__file__).resolve().parents[2]
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+TASKS = ("classification", "tagging", "qa")
+IMPLEMENTATIONS = ("ours", "ours_xla", "ours_graph", "transformers")
+PEER = "transformers"
 SHARED = REPO.parent / "shared" / "data" / "tasks"
 BUNDLED = REPO / "electra_tf" / "assets" / "tasks"
+VOCABULARY = REPO / "electra_tf" / "assets" / "vocab.txt"
+SQUAD_FIXTURE = REPO / "tests" / "fixtures" / "squad"
+# Times the SQuAD fixture's questions are repeated (its 16 training
+# questions, ~2 windows each at length 128, would not fill one batch).
+SQUAD_REPEATS = 8
 
 
 def parse_args(argv=None):
@@ -35,12 +75,45 @@ def parse_args(argv=None):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--preset", default="small", help="tiny, small, base, large")
-    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument(
+        "--tasks", default=",".join(TASKS), help=f"Comma-separated, of {TASKS}."
+    )
+    parser.add_argument(
+        "--implementations",
+        default="ours,transformers",
+        help=f"Comma-separated subset of {', '.join(IMPLEMENTATIONS)}.",
+    )
+    parser.add_argument(
+        "--jit",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="XLA for `ours`, resolved as fine-tuning's --jit is.",
+    )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
-    parser.add_argument("--warmup-steps", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--output", default="bench/results/finetune_throughput.json")
+    parser.add_argument(
+        "--doc-stride", type=int, default=64, help="qa: tokens between windows."
+    )
+    parser.add_argument(
+        "--warmup-steps", type=int, default=2, help="Untimed steps per worker first."
+    )
+    parser.add_argument(
+        "--steps", type=int, default=4, help="Timed steps per worker per round."
+    )
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--core",
+        type=int,
+        default=None,
+        help="The CPU every worker is pinned to (default: the last one this "
+        "process may use; -1: no pinning).",
+    )
+    parser.add_argument(
+        "--output", default="bench/results/finetune_throughput_vs_peer.json"
+    )
+    # Internal: the worker of one implementation and task.
+    parser.add_argument("--worker", choices=IMPLEMENTATIONS, help=argparse.SUPPRESS)
+    parser.add_argument("--task", choices=TASKS, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -49,92 +122,556 @@ def _data_dir(name):
     return shared if shared.is_dir() else BUNDLED / name
 
 
+def _model_config(preset: str, vocabulary, dropout: float):
+    from electra_tf.presets import get_preset
+
+    return get_preset(preset).model.override(
+        vocabulary_size=vocabulary.size, dropout=dropout
+    )
+
+
+def _recipe(args, model_config):
+    from electra_tf.finetuning.settings import recipe_for_width
+
+    _, recipe = recipe_for_width(model_config.hidden_dim)
+    return recipe.override(
+        batch_size=args.batch_size, max_seq_length=args.max_seq_length
+    )
+
+
+def _qa_config(args):
+    from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
+
+    return QuestionAnsweringConfig(
+        max_seq_length=args.max_seq_length,
+        max_query_length=min(64, args.max_seq_length // 2),
+        doc_stride=args.doc_stride,
+        batch_size=args.batch_size,
+    )
+
+
+def _squad_examples():
+    from electra_tf.finetuning.squad_data import load_squad_split
+
+    return load_squad_split(1, "train", str(SQUAD_FIXTURE)) * SQUAD_REPEATS
+
+
+def jit_for(implementation: str, jit: str) -> bool:
+    """Whether `implementation` compiles with XLA (`ours`: `--jit` resolved as
+    fine-tuning resolves it on this machine)."""
+    from electra_tf.distribution import resolve_jit_compile
+
+    forced = {"ours_xla": "on", "ours_graph": "off"}
+    return resolve_jit_compile(forced.get(implementation, jit), on_cpu=False)
+
+
+# --- The two trainers --------------------------------------------------------
+# `serve(commands, reply)`: for each command ("warmup": `--warmup-steps`
+# steps, "steps": `--steps` steps) train that many steps, then
+# `reply({"wall": seconds, "cpu": CPU seconds})`.
+
+
+def _clock():
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start):
+    return {
+        "wall": time.perf_counter() - start[0],
+        "cpu": time.process_time() - start[1],
+    }
+
+
+class OurTrainer:
+    """One task's model as fine-tuning builds it, trained with `model.fit`.
+
+    One `fit` over the repeated dataset serves every command: a callback
+    counts steps and, at each command's last, replies and waits for the next
+    one, so the train function is traced (and compiled) once and no timed
+    step pays for a new `fit` (a new iterator refilling the shuffle buffer
+    costs up to ~2 s). The input pipeline may prefetch a few batches while
+    the worker waits its turn; tokenising a batch takes ~10 ms here, against
+    seconds for a step.
+    """
+
+    def __init__(self, task: str, args, jit_compile: bool, total_steps: int):
+        import keras
+
+        from electra_tf.data.vocabulary import Vocabulary
+        from electra_tf.finetuning.run import make_optimizer
+
+        self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
+        vocabulary = Vocabulary.from_file(VOCABULARY)
+        keras.utils.set_random_seed(1)
+        if task == "qa":
+            from electra_tf.finetuning.question_answering_run import (
+                build_question_answerer,
+                training_dataset,
+                training_windows,
+            )
+
+            config = _qa_config(args)
+            model_config = _model_config(
+                args.preset, vocabulary, config.encoder_dropout
+            )
+            model = build_question_answerer(
+                1, config, model_config=model_config, vocabulary=vocabulary
+            )
+            windows = training_windows(model.preprocessor, _squad_examples())
+            dataset = training_dataset(windows, args.batch_size, seed=1)
+        else:
+            model_config = _model_config(args.preset, vocabulary, 0.1)
+            config = _recipe(args, model_config)
+            if task == "classification":
+                from electra_tf.finetuning.glue_readers import read_glue_tsv
+                from electra_tf.finetuning.glue_tasks import get_task
+                from electra_tf.finetuning.run import build_classifier
+
+                glue_task = get_task("sst2")
+                examples = read_glue_tsv(
+                    glue_task, "train", str(_data_dir("rt_polarity"))
+                )
+                model = build_classifier(
+                    glue_task,
+                    config,
+                    model_config=model_config,
+                    vocabulary=vocabulary,
+                )
+                dataset = examples.to_dataset(args.batch_size, shuffle=True, seed=1)
+            else:
+                from electra_tf.finetuning.tagging_run import (
+                    build_token_classifier,
+                    load_tagging_data,
+                )
+
+                directory = _data_dir("brown_pos")
+                data = load_tagging_data(
+                    directory / "train.conll", directory / "dev.conll"
+                )
+                model = build_token_classifier(
+                    data.tags,
+                    config,
+                    model_config=model_config,
+                    vocabulary=vocabulary,
+                )
+                dataset = data.train.to_dataset(
+                    args.batch_size, data.tag_ids, shuffle=True, seed=1
+                )
+        model.compile(
+            optimizer=make_optimizer(config, model.backbone.num_layers, total_steps),
+            jit_compile=jit_compile,
+        )
+        self.model = model
+        self.dataset = dataset.repeat()
+
+    def serve(self, commands, reply) -> None:
+        import keras
+
+        commands = iter(commands)
+        steps = self.steps
+
+        class Turns(keras.callbacks.Callback):
+            def next_turn(self) -> bool:
+                command = next(commands, None)
+                if command is None:
+                    self.model.stop_training = True
+                    return False
+                self.left, self.start = steps[command], _clock()
+                return True
+
+            def on_train_batch_end(self, batch, logs=None):
+                self.left -= 1
+                if self.left == 0:
+                    reply(_since(self.start))
+                    self.next_turn()
+
+        turns = Turns()
+        if turns.next_turn():
+            self.model.fit(
+                self.dataset,
+                steps_per_epoch=10**9,
+                epochs=1,
+                callbacks=[turns],
+                verbose=0,
+            )
+
+
+class PeerTrainer:
+    """The same task on transformers and PyTorch, as a typical user writes it."""
+
+    def __init__(self, task: str, args, total_steps: int):
+        import numpy as np
+        import torch
+        import transformers
+
+        from bench.hf_peer import electra_configs
+        from electra_tf.data.vocabulary import Vocabulary
+
+        torch.manual_seed(1)
+        self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
+        vocabulary = Vocabulary.from_file(VOCABULARY)
+        model_config = _model_config(args.preset, vocabulary, 0.1)
+        recipe = _recipe(args, model_config)
+        _, config = electra_configs(
+            model_config, vocabulary.size, model_config.max_sequence_length
+        )
+        self.tokenizer = transformers.BertTokenizerFast(
+            vocab_file=str(VOCABULARY), do_lower_case=vocabulary.lowercase
+        )
+        self.length = args.max_seq_length
+        self.batch_size = args.batch_size
+        self.task = task
+        if task == "classification":
+            from electra_tf.finetuning.glue_readers import read_glue_tsv
+            from electra_tf.finetuning.glue_tasks import get_task
+
+            examples = read_glue_tsv(
+                get_task("sst2"), "train", str(_data_dir("rt_polarity"))
+            )
+            self.texts = list(examples.texts[0])
+            self.labels = np.asarray(examples.labels)
+            config.num_labels = 2
+            self.model = transformers.ElectraForSequenceClassification(config)
+        elif task == "tagging":
+            from electra_tf.finetuning.tagging_run import load_tagging_data
+
+            directory = _data_dir("brown_pos")
+            data = load_tagging_data(directory / "train.conll", directory / "dev.conll")
+            self.texts = [list(words) for words in data.train.words]
+            self.labels = [
+                [data.tag_ids[tag] for tag in tags] for tags in data.train.tags
+            ]
+            config.num_labels = len(data.tags)
+            self.model = transformers.ElectraForTokenClassification(config)
+        else:
+            self.windows = self._squad_windows(_squad_examples(), args.doc_stride)
+            self.model = transformers.ElectraForQuestionAnswering(config)
+        self.count = len(self.windows["input_ids"]) if task == "qa" else len(self.texts)
+        self.order = np.random.default_rng(1).permutation(self.count)
+        self.position = 0
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=recipe.learning_rate,
+            weight_decay=recipe.weight_decay,
+            eps=recipe.adam_epsilon,
+        )
+        self.schedule = transformers.get_linear_schedule_with_warmup(
+            self.optimizer,
+            int(recipe.warmup_fraction * total_steps),
+            total_steps,
+        )
+        self.model.train()
+
+    def _squad_windows(self, examples, doc_stride):
+        """Windows with start and end token labels, as transformers' `run_qa.py`
+        prepares them (its `stride` is the overlap between windows)."""
+        import torch
+
+        encoded = self.tokenizer(
+            [e.question for e in examples],
+            [e.context for e in examples],
+            truncation="only_second",
+            max_length=self.length,
+            stride=min(doc_stride, self.length // 4),
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding="max_length",
+        )
+        starts, ends = [], []
+        for i, offsets in enumerate(encoded["offset_mapping"]):
+            example = examples[encoded["overflow_to_sample_mapping"][i]]
+            text, begin = example.answers[0]
+            end = begin + len(text)
+            sequence_ids = encoded.sequence_ids(i)
+            context = [k for k, s in enumerate(sequence_ids) if s == 1]
+            start_token = end_token = 0  # [CLS]: the answer is not in this window
+            if (
+                context
+                and offsets[context[0]][0] <= begin
+                and offsets[context[-1]][1] >= end
+            ):
+                start_token = next(k for k in context if offsets[k][1] > begin)
+                end_token = max(k for k in context if offsets[k][0] < end)
+            starts.append(start_token)
+            ends.append(end_token)
+        return {
+            "input_ids": torch.tensor(encoded["input_ids"]),
+            "token_type_ids": torch.tensor(encoded["token_type_ids"]),
+            "attention_mask": torch.tensor(encoded["attention_mask"]),
+            "start_positions": torch.tensor(starts),
+            "end_positions": torch.tensor(ends),
+        }
+
+    def _next_indices(self):
+        indices = [
+            self.order[(self.position + i) % self.count] for i in range(self.batch_size)
+        ]
+        self.position += self.batch_size
+        return indices
+
+    def _batch(self):
+        import torch
+
+        indices = self._next_indices()
+        if self.task == "qa":
+            return {name: value[indices] for name, value in self.windows.items()}
+        texts = [self.texts[i] for i in indices]
+        encoded = self.tokenizer(
+            texts,
+            is_split_into_words=self.task == "tagging",
+            padding="max_length",
+            truncation=True,
+            max_length=self.length,
+            return_tensors="pt",
+        )
+        if self.task == "classification":
+            labels = torch.tensor([int(self.labels[i]) for i in indices])
+        else:  # the first piece of each word carries its tag
+            labels = torch.full(encoded["input_ids"].shape, -100)
+            for row, i in enumerate(indices):
+                previous = None
+                for position, word in enumerate(encoded.word_ids(row)):
+                    if word is not None and word != previous:
+                        labels[row, position] = self.labels[i][word]
+                    previous = word
+        return {**encoded, "labels": labels}
+
+    def _step(self):
+        import torch
+
+        loss = self.model(**self._batch()).loss
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.schedule.step()
+
+    def serve(self, commands, reply) -> None:
+        for command in commands:
+            start = _clock()
+            for _ in range(self.steps[command]):
+                self._step()
+            reply(_since(start))
+
+
+def make_trainer(implementation: str, task: str, args):
+    """The trainer of `implementation` for `task`, on this process's threads."""
+    total = args.warmup_steps + args.rounds * args.steps
+    if implementation == PEER:
+        return PeerTrainer(task, args, total)
+    return OurTrainer(task, args, jit_for(implementation, args.jit), total)
+
+
+# --- Worker side ---------------------------------------------------------------
+
+
+def _one_thread(implementation: str) -> None:
+    if implementation == PEER:
+        import torch
+
+        torch.set_num_threads(1)
+        torch.set_num_interop_threads(1)
+    else:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+
+
+def _reply(message: dict) -> None:
+    print(json.dumps(message), flush=True)
+
+
+def worker(args) -> None:
+    """Answers `peak`, `warmup` and `steps` lines until `stop` or end of input."""
+    from bench.suite.pretrain_throughput import _tensorflow_peak, _torch_peak
+
+    if args.core is not None and args.core >= 0:
+        os.sched_setaffinity(0, {args.core})  # before any library starts threads
+    _one_thread(args.worker)
+    trainer = make_trainer(args.worker, args.task, args)
+    peak = _torch_peak if args.worker == PEER else _tensorflow_peak
+
+    def commands():
+        for line in sys.stdin:
+            command = json.loads(line)["command"]
+            if command == "stop":
+                return
+            if command == "peak":
+                _reply(peak())
+            else:
+                yield command
+
+    trainer.serve(commands(), _reply)
+
+
+# --- Parent side -----------------------------------------------------------------
+
+
+class Worker:
+    """One implementation training one task in its own process."""
+
+    def __init__(self, name: str, task: str, args):
+        self.name = name
+        arguments = ["--worker", name, "--task", task, "--jit", args.jit]
+        for flag in (
+            "preset",
+            "batch_size",
+            "max_seq_length",
+            "doc_stride",
+            "warmup_steps",
+            "steps",
+            "rounds",
+            "core",
+        ):
+            arguments += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
+        self.process = WorkerProcess(
+            f"{name} ({task})", "bench.suite.finetune_throughput", arguments
+        )
+
+    def ask(self, command: str) -> dict:
+        """The worker's answer to `command`; `WorkerDied` if it died."""
+        self.process.send(json.dumps({"command": command}))
+        while True:
+            line = self.process.receive()
+            if line.startswith("{"):  # libraries may print other lines
+                return json.loads(line)
+
+    def stop(self) -> None:
+        self.process.stop(json.dumps({"command": "stop"}))
+
+
+def measure_task(task: str, names, args) -> dict:
+    """Warm-up, then rounds in turn: per implementation its per-step times."""
+    workers = {name: Worker(name, task, args) for name in names}
+    timings = {name: {"wall": [], "cpu": []} for name in names}
+    peaks, warmup = [], {}
+    try:
+        for name, worker in workers.items():
+            warmup[name] = worker.ask("warmup")["wall"]
+            print(f"{task}: {name} warm-up {warmup[name]:.0f} s", flush=True)
+        for round_index in range(args.rounds):
+            measured = [worker.ask("peak") for worker in workers.values()]
+            peaks.append({key: max(m[key] for m in measured) for key in measured[0]})
+            for name, worker in workers.items():
+                timing = worker.ask("steps")
+                for key in ("wall", "cpu"):
+                    timings[name][key].append(timing[key] / args.steps)
+            print(
+                f"{task} round {round_index}: peak {peaks[-1]['gflops']:.1f} GFLOP/s; "
+                "s/step "
+                + ", ".join(f"{n} {timings[n]['wall'][-1]:.2f}" for n in names),
+                flush=True,
+            )
+    finally:
+        for worker in workers.values():
+            worker.stop()
+    return {"timings": timings, "peaks": peaks, "warmup_seconds": warmup}
+
+
+def summarise(measured: dict, flops_per_step: float, batch_size: int) -> dict:
+    """Per implementation: medians of s/step, examples/s, MFU; ratio vs peer."""
+    peaks = measured["peaks"]
+    rows = {}
+    for name, timing in measured["timings"].items():
+        wall, cpu = timing["wall"], timing["cpu"]
+        rows[name] = {
+            "seconds_per_step": statistics.median(wall),
+            "cpu_seconds_per_step": statistics.median(cpu),
+            "examples_per_second": batch_size / statistics.median(wall),
+            "mfu": statistics.median(
+                flops_per_step / s / 1e9 / p["gflops"] for s, p in zip(wall, peaks)
+            ),
+            "mfu_per_cpu_second": statistics.median(
+                flops_per_step / s / 1e9 / p["gflops_per_cpu_second"]
+                for s, p in zip(cpu, peaks)
+            ),
+            "warmup_seconds": measured["warmup_seconds"][name],
+            "round_seconds_per_step": wall,
+        }
+    peer = rows.get(PEER, {}).get("examples_per_second")
+    for row in rows.values():
+        row["vs_transformers"] = row["examples_per_second"] / peer if peer else None
+    return rows
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    import keras
+    if args.worker:
+        worker(args)
+        return 0
+    names = [n for n in args.implementations.split(",") if n]
+    tasks = [t for t in args.tasks.split(",") if t]
+    unknown = set(names) - set(IMPLEMENTATIONS) | set(tasks) - set(TASKS)
+    if unknown or not names or not tasks:
+        sys.exit(
+            f"error: unknown {sorted(unknown)} (tasks {TASKS}, "
+            f"implementations {IMPLEMENTATIONS})"
+        )
+    if args.core is None:
+        args.core = max(os.sched_getaffinity(0))
 
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
-    from electra_tf.finetuning.glue_readers import read_glue_tsv
-    from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.run import build_classifier, make_optimizer
-    from electra_tf.finetuning.settings import recipe_for_width
-    from electra_tf.finetuning.tagging_run import (
-        build_token_classifier,
-        load_tagging_data,
-    )
-    from electra_tf.presets import get_preset
+    from electra_tf.pretraining.flops import executed_encoder_training_flops
 
-    vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "vocab.txt")
-    model_config = get_preset(args.preset).model.override(
-        vocabulary_size=vocabulary.size
-    )
-    _, recipe = recipe_for_width(model_config.hidden_dim)
-    config = recipe.override(
-        batch_size=args.batch_size, max_seq_length=args.max_seq_length
-    )
+    vocabulary = Vocabulary.from_file(VOCABULARY)
+    model_config = _model_config(args.preset, vocabulary, 0.1)
+    flops = executed_encoder_training_flops(model_config, args.max_seq_length)
     report = {
         **run_info(__file__),
         "preset": args.preset,
         "batch_size": args.batch_size,
         "max_seq_length": args.max_seq_length,
-        "steps": args.steps,
+        "doc_stride": args.doc_stride,
+        "warmup_steps": args.warmup_steps,
+        "steps_per_round": args.steps,
+        "rounds": args.rounds,
+        "core": args.core,
+        "threads_per_worker": 1,
+        "ours_uses_xla": {
+            name: jit_for(name, args.jit) for name in names if name != PEER
+        },
+        "gflop_per_sequence_executed": flops / 1e9,
+        "load_average_1min": {"before": os.getloadavg()[0]},
         "tasks": {},
     }
-    # The machine may be shared: record how busy it was.
-    report["load_average_1min"] = {"before": os.getloadavg()[0]}
-    total = args.warmup_steps + args.steps
-    for task_name in args.tasks.split(","):
-        keras.utils.set_random_seed(1)
-        if task_name == "classification":
-            task = get_task("sst2")
-            examples = read_glue_tsv(task, "train", str(_data_dir("rt_polarity")))
-            model = build_classifier(
-                task,
-                config,
-                model_config=model_config,
-                vocabulary=vocabulary,
-            )
-            dataset = examples.to_dataset(args.batch_size, shuffle=True, seed=1)
-            words_per_example = None
-        elif task_name == "tagging":
-            directory = _data_dir("brown_pos")
-            data = load_tagging_data(directory / "train.conll", directory / "dev.conll")
-            model = build_token_classifier(
-                data.tags,
-                config,
-                model_config=model_config,
-                vocabulary=vocabulary,
-            )
-            dataset = data.train.to_dataset(
-                args.batch_size, data.tag_ids, shuffle=True, seed=1
-            )
-            words_per_example = sum(map(len, data.train.words)) / len(data.train)
-        else:
-            raise SystemExit(f"unknown task {task_name!r}; choose from {TASKS}")
-        model.compile(
-            optimizer=make_optimizer(config, model.backbone.num_layers, total),
-            jit_compile=False,
-        )
-        dataset = dataset.repeat()
-        model.fit(dataset, steps_per_epoch=args.warmup_steps, epochs=1, verbose=0)
-        started = time.perf_counter()
-        model.fit(dataset, steps_per_epoch=args.steps, epochs=1, verbose=0)
-        seconds = time.perf_counter() - started
-        result = {
-            "seconds": round(seconds, 2),
-            "examples_per_second": round(args.steps * args.batch_size / seconds, 1),
+    for task in tasks:
+        try:
+            measured = measure_task(task, names, args)
+        except WorkerDied as error:
+            sys.exit(f"error: {error}")
+        rows = summarise(measured, args.batch_size * flops, args.batch_size)
+        report["tasks"][task] = {
+            "matmul_peak_per_round": measured["peaks"],
+            "results": rows,
         }
-        if words_per_example:
-            result["words_per_second"] = round(
-                result["examples_per_second"] * words_per_example, 1
-            )
-        report["tasks"][task_name] = result
-        logging.info("%s: %s", task_name, result)
     report["load_average_1min"]["after"] = os.getloadavg()[0]
+
+    print(
+        f"\n{args.preset}, batch {args.batch_size}, length {args.max_seq_length}, "
+        f"one thread on CPU {args.core}; {flops / 1e9:.2f} GFLOP/sequence executed"
+    )
+    print(
+        f"{'task':<15} {'implementation':<13} {'s/step':>7} {'ex/s':>6} "
+        f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8}"
+    )
+    for task, result in report["tasks"].items():
+        for name, row in result["results"].items():
+            ratio = row["vs_transformers"]
+            print(
+                f"{task:<15} {name:<13} {row['seconds_per_step']:7.2f} "
+                f"{row['examples_per_second']:6.2f} "
+                + (f"{ratio:5.2f}x" if ratio else f"{'-':>6}")
+                + f" {row['mfu']:6.1%} {row['mfu_per_cpu_second']:8.1%}"
+            )
+    try:  # imported for their versions in the report
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        pass
+    report.update({k: v for k, v in run_info(__file__).items() if k == "versions"})
     pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report["tasks"]))
     return 0
 
 
