@@ -296,6 +296,62 @@ class OurTrainer:
             )
 
 
+def bert_tokenizer(lowercase: bool = True):
+    """transformers' fast BERT tokenizer over the bundled vocabulary.
+
+    From the directory holding `vocab.txt`: transformers 5 renamed the
+    constructor's `vocab_file` to `vocab` and ignores the old name, leaving
+    a tokenizer that maps every word to [UNK].
+    """
+    import transformers
+
+    return transformers.BertTokenizerFast.from_pretrained(
+        str(VOCABULARY.parent), do_lower_case=lowercase
+    )
+
+
+def squad_windows(tokenizer, examples, length: int, doc_stride: int) -> dict:
+    """The peer's SQuAD windows (torch tensors) with start and end token labels,
+    as transformers' `run_qa.py` prepares them (its `stride` is the overlap
+    between windows)."""
+    import torch
+
+    encoded = tokenizer(
+        [e.question for e in examples],
+        [e.context for e in examples],
+        truncation="only_second",
+        max_length=length,
+        stride=min(doc_stride, length // 4),
+        return_overflowing_tokens=True,
+        return_offsets_mapping=True,
+        padding="max_length",
+    )
+    starts, ends = [], []
+    for i, offsets in enumerate(encoded["offset_mapping"]):
+        example = examples[encoded["overflow_to_sample_mapping"][i]]
+        text, begin = example.answers[0]
+        end = begin + len(text)
+        sequence_ids = encoded.sequence_ids(i)
+        context = [k for k, s in enumerate(sequence_ids) if s == 1]
+        start_token = end_token = 0  # [CLS]: the answer is not in this window
+        if (
+            context
+            and offsets[context[0]][0] <= begin
+            and offsets[context[-1]][1] >= end
+        ):
+            start_token = next(k for k in context if offsets[k][1] > begin)
+            end_token = max(k for k in context if offsets[k][0] < end)
+        starts.append(start_token)
+        ends.append(end_token)
+    return {
+        "input_ids": torch.tensor(encoded["input_ids"]),
+        "token_type_ids": torch.tensor(encoded["token_type_ids"]),
+        "attention_mask": torch.tensor(encoded["attention_mask"]),
+        "start_positions": torch.tensor(starts),
+        "end_positions": torch.tensor(ends),
+    }
+
+
 class PeerTrainer:
     """The same task on transformers and PyTorch, as a typical user writes it."""
 
@@ -315,9 +371,7 @@ class PeerTrainer:
         _, config = electra_configs(
             model_config, vocabulary.size, model_config.max_sequence_length
         )
-        self.tokenizer = transformers.BertTokenizerFast(
-            vocab_file=str(VOCABULARY), do_lower_case=vocabulary.lowercase
-        )
+        self.tokenizer = bert_tokenizer(vocabulary.lowercase)
         self.length = args.max_seq_length
         self.batch_size = args.batch_size
         self.task = task
@@ -344,7 +398,9 @@ class PeerTrainer:
             config.num_labels = len(data.tags)
             self.model = transformers.ElectraForTokenClassification(config)
         else:
-            self.windows = self._squad_windows(_squad_examples(), args.doc_stride)
+            self.windows = squad_windows(
+                self.tokenizer, _squad_examples(), self.length, args.doc_stride
+            )
             self.model = transformers.ElectraForQuestionAnswering(config)
         self.count = len(self.windows["input_ids"]) if task == "qa" else len(self.texts)
         self.order = np.random.default_rng(1).permutation(self.count)
@@ -361,46 +417,6 @@ class PeerTrainer:
             total_steps,
         )
         self.model.train()
-
-    def _squad_windows(self, examples, doc_stride):
-        """Windows with start and end token labels, as transformers' `run_qa.py`
-        prepares them (its `stride` is the overlap between windows)."""
-        import torch
-
-        encoded = self.tokenizer(
-            [e.question for e in examples],
-            [e.context for e in examples],
-            truncation="only_second",
-            max_length=self.length,
-            stride=min(doc_stride, self.length // 4),
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-            padding="max_length",
-        )
-        starts, ends = [], []
-        for i, offsets in enumerate(encoded["offset_mapping"]):
-            example = examples[encoded["overflow_to_sample_mapping"][i]]
-            text, begin = example.answers[0]
-            end = begin + len(text)
-            sequence_ids = encoded.sequence_ids(i)
-            context = [k for k, s in enumerate(sequence_ids) if s == 1]
-            start_token = end_token = 0  # [CLS]: the answer is not in this window
-            if (
-                context
-                and offsets[context[0]][0] <= begin
-                and offsets[context[-1]][1] >= end
-            ):
-                start_token = next(k for k in context if offsets[k][1] > begin)
-                end_token = max(k for k in context if offsets[k][0] < end)
-            starts.append(start_token)
-            ends.append(end_token)
-        return {
-            "input_ids": torch.tensor(encoded["input_ids"]),
-            "token_type_ids": torch.tensor(encoded["token_type_ids"]),
-            "attention_mask": torch.tensor(encoded["attention_mask"]),
-            "start_positions": torch.tensor(starts),
-            "end_positions": torch.tensor(ends),
-        }
 
     def _next_indices(self):
         indices = [
@@ -512,7 +528,7 @@ class Worker:
     """One implementation training one task in its own process."""
 
     def __init__(self, name: str, task: str, args):
-        self.name = name
+        self.name = f"{name} ({task})"
         arguments = ["--worker", name, "--task", task, "--jit", args.jit]
         for flag in (
             "preset",
@@ -522,11 +538,12 @@ class Worker:
             "warmup_steps",
             "steps",
             "rounds",
-            "core",
         ):
             arguments += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
+        if args.core is not None:
+            arguments += ["--core", args.core]
         self.process = WorkerProcess(
-            f"{name} ({task})", "bench.suite.finetune_throughput", arguments
+            self.name, "bench.suite.finetune_throughput", arguments
         )
 
     def ask(self, command: str) -> dict:

@@ -29,7 +29,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.objectives", ["--objectives"]),
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
-        ("suite.finetune_throughput", ["--tasks", "--steps"]),
+        ("suite.finetune_throughput", ["--tasks", "--implementations", "--core"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
         ("studies.attention_probe", ["--tower", "--batches"]),
         ("studies.feature_probe", ["--pretrained", "--task-dir"]),
@@ -338,13 +338,19 @@ def test_serving_latency_servers_answer(elsewhere):
 
 
 def test_every_worker_starts_and_a_dead_one_shows_its_stderr(elsewhere):
-    from bench.suite import pretrain_throughput, serving_latency
+    from bench.suite import finetune_throughput, pretrain_throughput, serving_latency
     from bench.worker_process import WorkerDied, WorkerProcess
 
     args = pretrain_throughput.parse_args(["--data", "x", "--preset", "tiny"])
     workers = [
         pretrain_throughput.Worker(name, args, "two", 1, "x.npz")
         for name in pretrain_throughput.IMPLEMENTATIONS
+    ]
+    args = finetune_throughput.parse_args(["--preset", "tiny"])
+    args.steps = "two"
+    workers += [
+        finetune_throughput.Worker(name, "qa", args)
+        for name in finetune_throughput.IMPLEMENTATIONS
     ]
     args = serving_latency.parse_args(["--preset", "tiny"])
     args.max_seq_length = "long"
@@ -354,10 +360,10 @@ def test_every_worker_starts_and_a_dead_one_shows_its_stderr(elsewhere):
     for worker in workers:
         worker.process.process.wait()  # dead before it is asked: a broken pipe
         with pytest.raises(WorkerDied) as error:
-            if isinstance(worker, pretrain_throughput.Worker):
-                worker.ask("steps")
-            else:
+            if isinstance(worker, serving_latency.Server):
                 worker.seconds(["a sentence"])
+            else:
+                worker.ask("steps")
         message = str(error.value)
         assert message.startswith(f"the {worker.name} worker died (exit code 2)")
         assert "invalid int value: " in message, message
@@ -371,3 +377,84 @@ def test_every_worker_starts_and_a_dead_one_shows_its_stderr(elsewhere):
     assert "(exit code 1)" in str(error.value)
     assert str(error.value).endswith("No module named bench.no_such_module")
     process.stop()
+
+
+# --- finetune_throughput: every task on both sides, one tiny step -------------
+
+
+def _finetune_args(*extra):
+    from bench.suite import finetune_throughput as bench
+
+    return bench.parse_args(
+        # 64: the peer's QA windows need room for a question and the stride.
+        ["--preset", "tiny", "--max-seq-length", "64", "--batch-size", "2"]
+        + ["--warmup-steps", "1", "--steps", "1", "--rounds", "1", *extra]
+    )
+
+
+def _serve_one_step(implementation, task):
+    from bench.suite import finetune_throughput as bench
+
+    replies = []
+    trainer = bench.make_trainer(implementation, task, _finetune_args())
+    trainer.serve(["warmup", "steps"], replies.append)
+    assert len(replies) == 2, (implementation, task)
+    assert all(r["wall"] > 0 and r["cpu"] > 0 for r in replies)
+
+
+@pytest.mark.parametrize("task", ["classification", "tagging", "qa"])
+def test_finetune_throughput_peer_takes_a_step_in_every_task(task):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    _serve_one_step("transformers", task)
+
+
+def test_finetune_throughput_ours_takes_a_step():
+    # Our classifier in graph mode; the other tasks and XLA in the slow test.
+    _serve_one_step("ours_graph", "classification")
+
+
+def test_finetune_throughput_peer_labels_qa_windows_at_the_answer():
+    # Each window's labels point at the answer's tokens, or both at [CLS].
+    pytest.importorskip("transformers")
+    from bench.suite import finetune_throughput as bench
+
+    tokenizer = bench.bert_tokenizer()
+    assert tokenizer.tokenize("The court") == ["the", "court"]  # not [UNK]
+    examples = bench._squad_examples()[:4]
+    windows = bench.squad_windows(tokenizer, examples, length=64, doc_stride=8)
+    golds = [e.answers[0][0].lower().replace(" ", "") for e in examples]
+    starts = windows["start_positions"].tolist()
+    ends = windows["end_positions"].tolist()
+    answered = 0
+    for ids, start, end in zip(windows["input_ids"].tolist(), starts, ends):
+        if start == 0:
+            assert end == 0
+            continue
+        answered += 1
+        text = tokenizer.decode(ids[start : end + 1]).replace(" ", "")
+        assert any(text in gold for gold in golds), text
+    assert answered >= 1
+
+
+@pytest.mark.slow
+def test_finetune_throughput_runs_every_task_and_implementation(elsewhere):
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from bench.suite import finetune_throughput as bench
+
+    output = elsewhere / "report.json"
+    names = ",".join(bench.IMPLEMENTATIONS)
+    argv = ["--preset", "tiny", "--max-seq-length", "64", "--batch-size", "2"]
+    argv += ["--warmup-steps", "1", "--steps", "1", "--rounds", "1"]
+    argv += ["--implementations", names, "--output", str(output)]
+    assert bench.main(argv) == 0
+    report = json.loads(output.read_text())
+    assert set(report["tasks"]) == set(bench.TASKS)
+    for result in report["tasks"].values():
+        assert set(result["results"]) == set(bench.IMPLEMENTATIONS)
+        for row in result["results"].values():
+            assert row["examples_per_second"] > 0 and 0 < row["mfu"] < 1
+        assert result["results"]["transformers"]["vs_transformers"] == 1.0
+    assert report["ours_uses_xla"]["ours_xla"] is True
+    assert report["ours_uses_xla"]["ours_graph"] is False
