@@ -656,8 +656,10 @@ def main(argv=None) -> int:
     for task in tasks:
         try:
             measured = measure_task(task, names, args)
-        except WorkerDied as error:
-            sys.exit(f"error: {error}")
+        except WorkerDied as error:  # the other tasks still run and report
+            print(f"error: {task}: {error}", flush=True)
+            report["tasks"][task] = {"error": str(error)}
+            continue
         rows = summarise(measured, args.batch_size * flops, args.batch_size)
         report["tasks"][task] = {
             "matmul_peak_per_round": measured["peaks"],
@@ -674,7 +676,7 @@ def main(argv=None) -> int:
         f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8}"
     )
     for task, result in report["tasks"].items():
-        for name, row in result["results"].items():
+        for name, row in result.get("results", {}).items():
             ratio = row["vs_transformers"]
             print(
                 f"{task:<15} {name:<13} {row['seconds_per_step']:7.2f} "
@@ -689,7 +691,7 @@ def main(argv=None) -> int:
         pass
     report.update({k: v for k, v in run_info(__file__).items() if k == "versions"})
     pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return 1 if any("error" in result for result in report["tasks"].values()) else 0
 
 
 if __name__ == "__main__":
