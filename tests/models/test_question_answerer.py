@@ -360,3 +360,28 @@ def test_from_preset_loads_an_exported_discriminator(tokenizer, tmp_path):
     )
     with pytest.raises(PretrainedModelError, match="exceeds"):
         ElectraQuestionAnswerer.from_preset(str(preset), sequence_length=128)
+
+
+def test_span_head_trains_under_xla():
+    # In training the end is conditioned on the gold start: [B, 1, L] end
+    # logits under XLA too (a tf.cond with the beam padded them to K = 8).
+    from electra_tf.models.span_head import SpanHead
+
+    head = SpanHead(hidden_dim=8, beam_size=8, answerable=False)
+    hidden = tf.random.stateless_normal((2, 12, 16), seed=(0, 1))
+    segment_ids = tf.constant([[0] * 4 + [1] * 8] * 2)
+    padding_mask = tf.ones((2, 12), "int32")
+    starts = tf.constant([0, 5])
+
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    @tf.function(jit_compile=True)
+    def step(starts):
+        outputs = head(hidden, segment_ids, padding_mask, starts, training=True)
+        # The answerer's end loss: labels [B, 1] against [B, K, L] logits.
+        return outputs, loss(tf.constant([[0], [7]]), outputs["end_logits"])
+
+    outputs, end_loss = step(starts)
+    assert outputs["end_logits"].shape == (2, 1, 12)
+    assert outputs["start_index"].numpy().tolist() == [[0], [5]]
+    assert np.isfinite(end_loss.numpy())
