@@ -409,6 +409,34 @@ def recipe_for(hidden_dim: int) -> tuple[str, QuestionAnsweringConfig]:
     )
 
 
+def fit_to_encoder(
+    config: QuestionAnsweringConfig, encoder_length: int, overrides: dict
+) -> QuestionAnsweringConfig:
+    """The recipe with `overrides`, its windows fitted to the encoder.
+
+    The paper's 512-token windows need an encoder of 512 positions. Unless
+    set, `max_seq_length` is the encoder's length when that is shorter (the
+    CPU demo's 128), and `max_query_length` at most half the window, so
+    `--task squad2` runs on any export as is (a `doc_stride` longer than a
+    window's context is already cut to it). A window longer than the encoder
+    is one error naming the setting and the longest that fits.
+    """
+    fitted = {}
+    if "max_seq_length" not in overrides:
+        fitted["max_seq_length"] = min(config.max_seq_length, encoder_length)
+    window = overrides.get("max_seq_length", fitted.get("max_seq_length"))
+    if "max_query_length" not in overrides:
+        fitted["max_query_length"] = min(config.max_query_length, window // 2)
+    config = config.override(**fitted, **overrides)
+    if config.max_seq_length > encoder_length:
+        raise ConfigError(
+            f"max_seq_length {config.max_seq_length} is longer than the encoder's "
+            f"{encoder_length} positions; use --max-seq-length {encoder_length} "
+            "or less"
+        )
+    return config
+
+
 def finetune_squad(
     version: int,
     data_dir: str | None = None,
@@ -442,10 +470,13 @@ def finetune_squad(
         if model_config is None or vocabulary is None:
             raise ValueError("a randomly initialised model needs a model config")
         hidden_dim = model_config.hidden_dim
+        encoder_length = model_config.max_sequence_length
     else:
-        hidden_dim = preset_architecture(pretrained)["hidden_dim"]
+        architecture = preset_architecture(pretrained)
+        hidden_dim = architecture["hidden_dim"]
+        encoder_length = architecture["max_sequence_length"]
     size, config = recipe_for(hidden_dim)
-    config = config.override(**(overrides or {}))
+    config = fit_to_encoder(config, encoder_length, overrides or {})
     logger.info("%s recipe for squad%d: %s", size, version, config.to_dict())
 
     def make_model():

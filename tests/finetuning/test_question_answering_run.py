@@ -9,12 +9,13 @@ import shutil
 
 import pytest
 
-from electra_tf.config import ModelConfig
+from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.question_answering_run import (
     QuestionAnsweringConfig,
     build_question_answerer,
     finetune_squad,
+    fit_to_encoder,
 )
 from electra_tf.finetuning.squad_data import load_squad_split
 from electra_tf.finetuning.squad_metrics import evaluate_v2
@@ -166,3 +167,22 @@ def test_the_command_line_answers_bad_squad_flags_in_one_line(argv, message, cap
     assert main(argv) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.startswith("error: ") and message in error
+
+
+def test_windows_follow_a_short_encoder_unless_set():
+    """The CPU demo's export has 128 positions: the paper's 512-token windows
+    would not fit, so the defaults follow the encoder (README's SQuAD command
+    on README command 1's export)."""
+    recipe = QuestionAnsweringConfig()
+    fitted = fit_to_encoder(recipe, 128, {})
+    assert (fitted.max_seq_length, fitted.max_query_length) == (128, 64)
+    short = fit_to_encoder(recipe, 128, {"max_seq_length": 64})
+    assert (short.max_seq_length, short.max_query_length) == (64, 32)
+    kept = fit_to_encoder(recipe, 512, {})
+    assert (kept.max_seq_length, kept.max_query_length) == (512, 64)
+    assert fit_to_encoder(recipe, 128, {"max_query_length": 20}).max_query_length == 20
+
+
+def test_a_window_longer_than_the_encoder_names_the_setting():
+    with pytest.raises(ConfigError, match="use --max-seq-length 128 or less"):
+        fit_to_encoder(QuestionAnsweringConfig(), 128, {"max_seq_length": 256})
