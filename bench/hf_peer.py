@@ -15,6 +15,23 @@ import torch
 import transformers
 
 
+def bert_tokenizer(vocabulary, lowercase: bool = True):
+    """transformers' fast BERT tokenizer over a WordPiece `vocab.txt`.
+
+    From the directory holding it: transformers 5 renamed the constructor's
+    `vocab_file` to `vocab` and ignores the old name, leaving a tokenizer that
+    maps every word to [UNK].
+    """
+    import pathlib
+
+    vocabulary = pathlib.Path(vocabulary)
+    if vocabulary.name != "vocab.txt":
+        raise ValueError(f"expected a vocab.txt, got {vocabulary}")
+    return transformers.BertTokenizerFast.from_pretrained(
+        str(vocabulary.parent), do_lower_case=lowercase
+    )
+
+
 def gumbel_max_sample(logits):
     """One sample per row of softmax(logits) over the last axis (Gumbel-max)."""
     gumbel = -torch.log(-torch.log(torch.rand_like(logits) + 1e-9) + 1e-9)

@@ -297,17 +297,10 @@ class OurTrainer:
 
 
 def bert_tokenizer(lowercase: bool = True):
-    """transformers' fast BERT tokenizer over the bundled vocabulary.
+    """transformers' fast BERT tokenizer over the bundled vocabulary."""
+    from bench.hf_peer import bert_tokenizer as peer_tokenizer
 
-    From the directory holding `vocab.txt`: transformers 5 renamed the
-    constructor's `vocab_file` to `vocab` and ignores the old name, leaving
-    a tokenizer that maps every word to [UNK].
-    """
-    import transformers
-
-    return transformers.BertTokenizerFast.from_pretrained(
-        str(VOCABULARY.parent), do_lower_case=lowercase
-    )
+    return peer_tokenizer(VOCABULARY, lowercase)
 
 
 def squad_windows(tokenizer, examples, length: int, doc_stride: int) -> dict:

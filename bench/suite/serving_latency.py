@@ -118,16 +118,14 @@ def peer_predict(preset_name: str, max_seq_length: int, threads: int):
     import torch
     import transformers
 
-    from bench.hf_peer import electra_configs
+    from bench.hf_peer import bert_tokenizer, electra_configs
 
     torch.set_num_threads(threads)
     model, vocabulary = _model_config(preset_name)
     _, config = electra_configs(model, vocabulary.size, model.max_sequence_length)
     config.num_labels = 2
     classifier = transformers.ElectraForSequenceClassification(config).eval()
-    tokenizer = transformers.BertTokenizerFast(
-        vocab_file=str(ASSETS / "vocab.txt"), do_lower_case=True
-    )
+    tokenizer = bert_tokenizer(ASSETS / "vocab.txt")
     pipe = transformers.pipeline(
         "text-classification", model=classifier, tokenizer=tokenizer, device="cpu"
     )

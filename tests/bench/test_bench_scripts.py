@@ -458,3 +458,13 @@ def test_finetune_throughput_runs_every_task_and_implementation(elsewhere):
         assert result["results"]["transformers"]["vs_transformers"] == 1.0
     assert report["ours_uses_xla"]["ours_xla"] is True
     assert report["ours_uses_xla"]["ours_graph"] is False
+
+
+def test_peer_tokenizer_reads_the_vocabulary_not_unknown_tokens():
+    # transformers 5 ignores BertTokenizerFast(vocab_file=...): every word
+    # became [UNK] (id 100) in serving_latency's peer.
+    pytest.importorskip("transformers")
+    from bench.hf_peer import bert_tokenizer
+
+    tokenizer = bert_tokenizer(REPO / "electra_tf" / "assets" / "vocab.txt")
+    assert tokenizer("the movie")["input_ids"] == [101, 1996, 3185, 102]
