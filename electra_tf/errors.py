@@ -19,6 +19,10 @@ class ElectraError(Exception):
         return str(self)
 
 
+class CorpusError(ElectraError, ValueError):
+    """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
+
+
 class ConversionError(ElectraError, ValueError):
     """The error every checkpoint conversion raises when weights do not fit.
 

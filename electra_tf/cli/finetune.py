@@ -83,14 +83,13 @@ def parse_args(argv=None):
         "--seeds run): learning curves and few-example comparisons. Default: all.")
     add("--sample-seed", type=int, default=0, help="Seed of the --train-examples "
         "draw (default 0).")
-    add("--epochs", type=int, help="At least 1. Default: the task's (3; RTE "
-        "and STS-B 10; SQuAD 2).")
+    add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD 2).")
     add("--batch-size", type=int, help="Default: 32.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
     add("--layerwise-decay", type=float, help="Default: 0.8 (0.9 for large).")
-    add("--max-seq-length", type=int, help="Tokens per packed example (SQuAD: "
-        "per window); longer inputs are truncated (tagging, SQuAD: cut into "
-        "windows). At least 8. Default: 128; SQuAD 512.")
+    add("--max-seq-length", type=int, help="Tokens per example (SQuAD: window), "
+        "at least 8; longer inputs are truncated (tagging, SQuAD: windowed). "
+        "Default: 128; SQuAD: 512, or the encoder's length if shorter.")
     add("--hparams", default="{}", help="JSON object of FinetuningConfig "
         'overrides, e.g. \'{"warmup_fraction": 0.05, "corrected_layerwise_decay": '
         "true}'. Unknown keys are an error.")

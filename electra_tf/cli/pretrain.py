@@ -39,13 +39,11 @@ def parse_args(argv=None):
     add("--eval-data", help="TFRecord pattern(s) of held-out data. Default: the "
         "eval shards next to --data, if any.")
     add("--corpus", action="append", help="Raw text (files, dirs or globs; one "
-        "sentence per line, blank line between documents) or a "
-        "tensorflow-datasets dataset (tfds:<name>[/<config>][:<split>], e.g. "
-        "tfds:imdb_reviews/plain_text:unsupervised; one example = one "
-        "document) to build TFRecords from without --data; repeatable. "
-        "Default: the demo corpus in electra_tf/assets.")
-    add("--tfds-text-field", help="The feature tfds: corpora read their text "
-        "from. Default: the one text feature (or the one named 'text').")
+        "sentence per line, blank line between documents) or tfds:<name>"
+        "[/<config>][:<split>] (e.g. tfds:imdb_reviews/plain_text:unsupervised; "
+        "an example a document) to build TFRecords from without --data; "
+        "repeatable. Default: the demo corpus in electra_tf/assets.")
+    add("--tfds-text-field", help="Text feature of tfds: corpora (default: inferred).")
     add("--vocab", help="WordPiece vocab.txt, e.g. electra_tf/assets/vocab.txt "
         "(BERT uncased). Default: the vocab.txt next to --data; with --corpus, "
         "one learned from it (--learn-vocab-size); with neither, the demo "
@@ -72,19 +70,17 @@ def parse_args(argv=None):
         "model learns (default: electra): replaced token detection over all "
         "tokens (electra) or only the masked ones (electra_15); BERT's MLM (mlm); "
         "MLM on generator samples instead of [MASK] (replace_mlm); every token's "
-        "identity, with a copy mechanism (all_tokens_mlm). The paper, sec. 3.3. "
-        "electric: Electric (Clark et al., EMNLP 2020), a two-tower cloze "
-        "generator and the discriminator's logit corrected by its noise "
-        "probability (noise-contrastive estimation).",
+        "identity, with a copy mechanism (all_tokens_mlm), the paper's sec. 3.3; "
+        "Electric (electric; Clark et al., EMNLP 2020): a two-tower cloze "
+        "generator, the discriminator's logit corrected by its noise probability.",
     )
     add(
         "--hparams",
         default="{}",
         help="JSON object of config overrides, e.g. "
         '\'{"mask_prob": 0.2, "generator_hidden_size": 0.5}\'. Unknown keys are '
-        "an error. embedding_sharing chooses how generator and discriminator "
-        "share embeddings: tied (ELECTRA's, the default), gdes (DeBERTaV3's "
-        "gradient-disentangled sharing) or none.",
+        "an error. embedding_sharing: tied (ELECTRA's, default), gdes "
+        "(DeBERTaV3's gradient-disentangled sharing) or none.",
     )
     add(
         "--init-checkpoint",

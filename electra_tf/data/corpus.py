@@ -29,7 +29,10 @@ from collections.abc import Iterator
 
 import tensorflow as tf
 
-from electra_tf.errors import ElectraError
+# CorpusError lives in errors.py so that tfds_corpus, which this module reads
+# through, need not import this module back; it is re-exported here.
+from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
+from electra_tf.errors import CorpusError
 
 # The bundled demo corpus (excerpts of the Brown Corpus and of the Python manual;
 # see electra_tf/assets/README.md).
@@ -40,10 +43,6 @@ DEMO_CORPUS = os.path.join(
 # Bytes read at a time: large enough that per-block work is negligible, small
 # enough that memory stays flat whatever the file size.
 _BLOCK_BYTES = 1 << 20
-
-
-class CorpusError(ElectraError, ValueError):
-    """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
 
 
 def expand_paths(patterns) -> list:
@@ -65,8 +64,6 @@ def expand_paths(patterns) -> list:
         CorpusError: a pattern matches nothing (naming the pattern), or a
             `tfds:` source is malformed.
     """
-    from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
-
     if isinstance(patterns, (str, os.PathLike, TfdsCorpus)):
         patterns = [patterns]
     files: list = []
@@ -120,8 +117,6 @@ def iter_documents(path) -> Iterator[list[str]]:
             binary (a NUL byte: e.g. UTF-16 text or a compiled file) or not UTF-8;
             the last two give the byte offset (in the decompressed text).
     """
-    from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
-
     if is_tfds_source(path):
         if not isinstance(path, TfdsCorpus):
             path = TfdsCorpus.parse(path)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 
-from electra_tf.data.corpus import CorpusError
+from electra_tf.errors import CorpusError
 
 PREFIX = "tfds:"
 # The feature a dataset's text is read from when several are text.

@@ -149,10 +149,10 @@ def test_help_names_max_seq_length_and_overwrite(capsys):
     with pytest.raises(SystemExit):
         parse_args(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "--max-seq-length MAX_SEQ_LENGTH Tokens per packed example" in text
+    assert "--max-seq-length MAX_SEQ_LENGTH Tokens per example" in text
     assert "is refused unless --overwrite" in text
     assert "--overwrite Replace a previous run in --output-dir" in text
-    assert "--epochs EPOCHS At least 1." in text
+    assert "--epochs EPOCHS >= 1;" in text
 
 
 @pytest.mark.parametrize("task", ["sst2", "squad1"])

@@ -337,7 +337,10 @@ def _error(cli, capsys, *argv):
 def test_cli_demo_needs_the_pretraining_demo(cli, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # no runs/pretrain/export here
     message = _error(cli, capsys)
-    assert "run `python pretrain/run.py` first" in message
+    # Where it looked, and how to make it or do without it.
+    assert f"no pre-trained model at {tmp_path}" in message
+    assert "run `python pretrain/run.py`" in message and "first" in message
+    assert "--pretrained none" in message
     assert "--pretrained none" in message
 
 
