@@ -48,21 +48,22 @@ import time
 
 from bench.run_info import run_info
 
+# The variants, their labels and the FLOP-matched step plan are the paper
+# experiments study's, which supersedes this one.
+from bench.studies.paper_experiments import (  # noqa: F401
+    LABELS,
+    OBJECTIVES,
+    Variant,
+    flops_per_sequence,
+    label,
+    plan_steps,
+)
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
 DEFAULT_CORPUS = "/work/shared/data/corpus"
 DEFAULT_TASK_DIR = "/work/shared/data/tasks/rt_polarity"
-# The paper's labels, for the table and the plot.
-LABELS = {
-    "electra": "ELECTRA",
-    "mlm": "BERT (MLM)",
-    "electra_15": "ELECTRA 15%",
-    "replace_mlm": "Replace MLM",
-    "all_tokens_mlm": "All-Tokens MLM",
-    "none": "no pre-training",
-}
 # What a held-out evaluation of each objective reports in the table.
 HELD_OUT_METRICS = {
     "electra": ("mlm_accuracy", "rtd_auc"),
@@ -71,25 +72,6 @@ HELD_OUT_METRICS = {
     "replace_mlm": ("mlm_accuracy", "replace_mlm_accuracy"),
     "all_tokens_mlm": ("mlm_accuracy", "all_tokens_mlm_replaced_accuracy"),
 }
-
-
-@dataclasses.dataclass(frozen=True)
-class Variant:
-    """One pre-training run of the comparison."""
-
-    name: str
-    objective: str
-    # Generator width as a fraction of the discriminator's; None: the preset's.
-    generator_hidden_size: float | None = None
-    uniform_generator: bool = False
-
-    def overrides(self) -> dict:
-        changes = {"objective": self.objective}
-        if self.generator_hidden_size is not None:
-            changes["generator_hidden_size"] = self.generator_hidden_size
-        if self.uniform_generator:
-            changes["uniform_generator"] = True
-        return changes
 
 
 def parse_args(argv=None):
@@ -218,8 +200,7 @@ def parse_args(argv=None):
     output.add_argument(
         "--tensorboard",
         default="electra,mlm",
-        help="Variants whose pre-training curves are copied out (default "
-        "electra,mlm).",
+        help="Variants whose pre-training curves are copied out (default electra,mlm).",
     )
     parser.add_argument(
         "--threads",
@@ -279,14 +260,6 @@ def make_variants(args) -> list[Variant]:
     return variants
 
 
-def label(name: str) -> str:
-    if name.startswith("electra_generator_"):
-        return f"ELECTRA, generator {name.rsplit('_', 1)[1]}"
-    if name == "electra_uniform_generator":
-        return "ELECTRA, uniform generator"
-    return LABELS.get(name, name)
-
-
 # === Results file ===
 class Results:
     """`results.json`: what is done, written whole (temp file + rename) each time."""
@@ -335,20 +308,6 @@ def variant_configs(base, variant: Variant):
     from electra_tf.config import apply_hparams
 
     return apply_hparams(base, variant.overrides())
-
-
-def flops_per_sequence(configs) -> float:
-    from electra_tf.pretraining.flops import pretraining_flops
-
-    return pretraining_flops(configs["model"], configs["pretraining"])
-
-
-def plan_steps(budget, per_sequence, batch_size, every, fractions):
-    """(total steps, kept steps) of a variant: multiples of `every` nearest the
-    budget and its fractions (at least one `every`)."""
-    total = max(1, round(budget / (per_sequence * batch_size) / every)) * every
-    kept = sorted({max(1, round(f * total / every)) * every for f in fractions})
-    return total, kept
 
 
 # === Pre-training ===
