@@ -16,6 +16,7 @@ transformers peer) starts it with `WorkerProcess`, so that
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import subprocess
@@ -93,6 +94,15 @@ class WorkerProcess:
             f"; the end of its stderr:\n{tail}" if tail else " with nothing on stderr"
         )
         return WorkerDied(f"the {self.name} worker died (exit code {code}){detail}")
+
+    def ask(self, command: str) -> dict:
+        """The worker's JSON answer to `{"command": command}`; `WorkerDied` if
+        it died. Lines that are not JSON objects (libraries print) are skipped."""
+        self.send(json.dumps({"command": command}))
+        while True:
+            line = self.receive()
+            if line.startswith("{"):
+                return json.loads(line)
 
     def stop(self, last_line: str | None = None) -> int:
         """Sends `last_line` (if it still runs), closes stdin, waits; exit code."""

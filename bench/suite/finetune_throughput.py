@@ -541,11 +541,7 @@ class Worker:
 
     def ask(self, command: str) -> dict:
         """The worker's answer to `command`; `WorkerDied` if it died."""
-        self.process.send(json.dumps({"command": command}))
-        while True:
-            line = self.process.receive()
-            if line.startswith("{"):  # libraries may print other lines
-                return json.loads(line)
+        return self.process.ask(command)
 
     def stop(self) -> None:
         self.process.stop(json.dumps({"command": "stop"}))
