@@ -274,6 +274,13 @@ def variant_seeds(args, variants) -> dict[str, list[int]]:
 
 
 # === Units ===
+def write_json(path: pathlib.Path, data: dict) -> None:
+    """Written whole, then renamed: a killed writer leaves the old file."""
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    os.replace(temporary, path)
+
+
 class Store:
     """One JSON file per finished unit under `<out-dir>/units/`."""
 
@@ -291,9 +298,7 @@ class Store:
         return json.loads(self.path(key).read_text())
 
     def write(self, key: str, record: dict) -> None:
-        temporary = self.path(key).with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
-        os.replace(temporary, self.path(key))
+        write_json(self.path(key), record)
 
     def all(self) -> dict[str, dict]:
         return {
@@ -698,9 +703,7 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
                 f"error: {out_dir} holds a study with another setup (differs in "
                 f"{', '.join(changed)}); use another --out-dir"
             )
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(setup, indent=2, sort_keys=True) + "\n")
-    os.replace(temporary, path)
+    write_json(path, setup)
 
 
 def run_one(args, setup, key, data, store) -> None:
@@ -719,7 +722,7 @@ def schedule(args, setup, store, launch=None) -> None:
     script pinned to core `slot`. A unit whose process fails is reported and
     not retried in this call.
     """
-    launch = launch or _launch_process
+    launch = launch or (lambda key, slot: _launch_process(key, slot, args.out_dir))
     units = plan_units(setup)
     running: dict[str, tuple] = {}
     failed: set[str] = set()
@@ -753,11 +756,11 @@ def schedule(args, setup, store, launch=None) -> None:
         print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
 
 
-def _launch_process(key, slot):
-    argv = [a for a in sys.argv[1:]]
+def _launch_process(key, slot, out_dir):
+    argv = sys.argv[1:]
     command = [sys.executable, "-m", "bench.studies.paper_experiments", *argv]
     command += ["--unit", key, "--threads", "1", "--jobs", "1"]
-    log = pathlib.Path(_out_dir_of(argv)) / "logs" / f"{key}.log"
+    log = pathlib.Path(out_dir) / "logs" / f"{key}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cores = sorted(os.sched_getaffinity(0))
     core = cores[slot % len(cores)]
@@ -771,10 +774,6 @@ def _launch_process(key, slot):
             env=environment,
             preexec_fn=lambda: os.sched_setaffinity(0, {core}),
         )
-
-
-def _out_dir_of(argv) -> str:
-    return parse_args(argv).out_dir
 
 
 # === Report ===
@@ -966,9 +965,7 @@ def write_report(args, setup, store) -> None:
             k: r for k, r in records.items() if k.startswith("finetune.")
         },
     }
-    temporary = output.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")
-    os.replace(temporary, output.with_suffix(".json"))
+    write_json(output.with_suffix(".json"), report)
     output.with_suffix(".md").write_text(markdown(setup, summary, compared))
     for task, points in summary.items():
         if points:  # nothing to draw before a task's first run
