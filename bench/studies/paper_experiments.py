@@ -744,7 +744,11 @@ def schedule(args, setup, store, launch=None) -> None:
         ready = [
             u for u in ready_units(units, store, set(running)) if u.key not in failed
         ]
-        for slot, unit in zip(free, ready):
+        for slot in free:
+            unit = pick_unit(ready, slot, args.jobs)
+            if unit is None:
+                break
+            ready.remove(unit)
             running[unit.key] = (launch(unit.key, slot), slot)
             print(f"unit {unit.key} started on slot {slot}", flush=True)
         if not running:
@@ -754,6 +758,23 @@ def schedule(args, setup, store, launch=None) -> None:
     left = [u.key for u in units if not store.done(u.key)]
     if left:
         print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
+
+
+def pick_unit(ready: list[Unit], slot: int, jobs: int) -> Unit | None:
+    """The unit a free slot takes next.
+
+    Pre-training runs are the study's long serial chain (every fine-tuning
+    unit waits on one), so with two or more slots, slot 0 takes them first
+    and the other slots take fine-tuning first; either takes the other kind
+    when its own has nothing ready. One slot takes units in plan order.
+    """
+    if not ready:
+        return None
+    if jobs > 1:
+        wanted = [u for u in ready if u.key.startswith("pretrain.") == (slot == 0)]
+        if wanted:
+            return wanted[0]
+    return ready[0]
 
 
 def _launch_process(key, slot, out_dir):

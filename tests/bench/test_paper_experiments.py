@@ -344,3 +344,26 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
     assert ("test", False) not in reads and ("test", True) in reads
     assert trained == [2]
     assert results["test"]["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_with_two_slots_slot_0_keeps_pretraining_while_others_fine_tune():
+    units = study.plan_units(_setup())
+    store_done = {"pretrain.electra.p1", "pretrain.mlm.p1"}
+    ready = sorted(
+        (
+            u
+            for u in units
+            if u.key not in store_done and (u.needs in store_done or u.needs is None)
+        ),
+        key=lambda u: u.priority,
+    )
+    # In plan order the fine-tuning of seed 1 comes before seed 2's run ...
+    assert ready[0].key.startswith("finetune.")
+    # ... but slot 0 starts the next pre-training run and slot 1 fine-tunes.
+    assert study.pick_unit(ready, 0, jobs=2).key == "pretrain.electra.p2"
+    assert study.pick_unit(ready, 1, jobs=2).key == ready[0].key
+    # One slot keeps plan order; a slot whose kind has nothing takes the other.
+    assert study.pick_unit(ready, 0, jobs=1).key == ready[0].key
+    fine_tuning_only = [u for u in ready if u.key.startswith("finetune.")]
+    assert study.pick_unit(fine_tuning_only, 0, jobs=2) == fine_tuning_only[0]
+    assert study.pick_unit([], 1, jobs=2) is None
