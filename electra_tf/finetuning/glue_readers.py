@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import ElectraError
+from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 
@@ -91,7 +92,12 @@ class GlueExamples:
         )
 
     def to_dataset(
-        self, batch_size: int, shuffle: bool = False, seed: int | None = None
+        self,
+        batch_size: int,
+        shuffle: bool = False,
+        seed: int | None = None,
+        group_by_length: bool = False,
+        max_words: int = 128,
     ) -> tf.data.Dataset:
         """Batches of raw strings (and labels) for the task API's `fit`.
 
@@ -100,7 +106,9 @@ class GlueExamples:
         two of them for pairs; `y` is int32 [batch] or float32 [batch]. The
         classifier's preprocessor tokenizes them inside `fit`/`predict`. The
         last batch may be smaller (nothing is dropped, so evaluation sees
-        every example).
+        every example), except with `group_by_length`: shuffled examples
+        batched with others of similar length, up to `max_words` words
+        (`electra_tf.finetuning.length_grouping`; for training).
         """
         texts = tuple(np.array(segment, dtype=object) for segment in self.texts)
         x = texts[0] if len(texts) == 1 else texts
@@ -114,7 +122,17 @@ class GlueExamples:
             dataset = dataset.shuffle(
                 len(self), seed=seed, reshuffle_each_iteration=True
             )
-        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        if group_by_length:
+            dataset = length_grouping.group_by_length(
+                dataset, _words_of_element, batch_size, max_words
+            )
+        else:
+            dataset = dataset.batch(batch_size)
+        return dataset.prefetch(tf.data.AUTOTUNE)
+
+
+def _words_of_element(x, *labels):
+    return length_grouping.words_in_text(*(x if isinstance(x, tuple) else (x,)))
 
 
 def task_directory(task: GlueTask, data_dir: str) -> str:

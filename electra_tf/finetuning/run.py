@@ -285,7 +285,13 @@ def finetune_seed(
     if log_dir:
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
     classifier.fit(
-        train.to_dataset(config.batch_size, shuffle=True, seed=seed),
+        train.to_dataset(
+            config.batch_size,
+            shuffle=True,
+            seed=seed,
+            group_by_length=config.group_by_length,
+            max_words=config.max_seq_length,
+        ),
         shuffle=False,  # the dataset shuffles itself, seeded
         epochs=epochs,
         callbacks=callbacks,

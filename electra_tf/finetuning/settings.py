@@ -61,6 +61,10 @@ class FinetuningConfig(_Config):
     early_stopping_patience: int = 0
     # Examples per update.
     batch_size: int = 32
+    # Batch training examples with others of similar length, so that most
+    # batches are far shorter than max_seq_length (every batch is cut to its
+    # longest example); see `electra_tf.finetuning.length_grouping`.
+    group_by_length: bool = True
     # Examples per batch when evaluating and predicting.
     eval_batch_size: int = 128
     # Tokens per packed example; longer inputs are truncated round-robin.

@@ -33,6 +33,7 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.glue_readers import GlueDataError
 
 DOCUMENT_START = "-DOCSTART-"
@@ -67,9 +68,14 @@ class TaggedSentences:
         tag_ids: dict[str, int] | None = None,
         shuffle: bool = False,
         seed: int | None = None,
+        group_by_length: bool = False,
+        max_words: int = 128,
     ) -> tf.data.Dataset:
         """Batches of words (tf.string [batch, (words)]) and tag ids
-        (int32 [batch, (words)]) for `ElectraTokenClassifier.fit`."""
+        (int32 [batch, (words)]) for `ElectraTokenClassifier.fit`; with
+        `group_by_length`, shuffled sentences batched with others of similar
+        length, up to `max_words` words (`electra_tf.finetuning.length_grouping`;
+        for training)."""
         words = tf.ragged.constant([list(w) for w in self.words], dtype=tf.string)
         if self.tags is None or tag_ids is None:
             elements = (words,)
@@ -81,7 +87,13 @@ class TaggedSentences:
             dataset = dataset.shuffle(
                 len(self), seed=seed, reshuffle_each_iteration=True
             )
-        return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
+        if group_by_length:
+            dataset = length_grouping.group_by_length(
+                dataset, lambda words, *tags: tf.size(words), batch_size, max_words
+            )
+        else:
+            dataset = dataset.batch(batch_size)
+        return dataset.prefetch(tf.data.AUTOTUNE)
 
 
 def read_conll(path, labelled: bool = True) -> TaggedSentences:

@@ -204,7 +204,14 @@ def finetune_tagger_seed(
     if log_dir:
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
     tagger.fit(
-        data.train.to_dataset(config.batch_size, data.tag_ids, shuffle=True, seed=seed),
+        data.train.to_dataset(
+            config.batch_size,
+            data.tag_ids,
+            shuffle=True,
+            seed=seed,
+            group_by_length=config.group_by_length,
+            max_words=config.max_seq_length,
+        ),
         shuffle=False,  # the dataset shuffles itself, seeded
         epochs=epochs,
         callbacks=callbacks,

@@ -11,6 +11,7 @@ from keras_hub.src.utils import preset_utils
 from electra_tf.conversion.keras_hub import encoder_from_keras_hub
 from electra_tf.data.vocabulary import check_vocabulary_fits
 from electra_tf.errors import ElectraError
+from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
@@ -227,6 +228,16 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             shuffle=shuffle,
             **kwargs,
         )
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """The preprocessor's packed batch, cut to its longest sequence
+        (`trim_padding`): `fit`, `evaluate` and `predict` skip the padding."""
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            super().preprocess_samples(x, y, sample_weight)
+        )
+        if self.preprocessor is not None:
+            x = trim_padding(x)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
         """keras-hub's defaults, except that regression gets a squared-error loss.

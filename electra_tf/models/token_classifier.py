@@ -7,6 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
@@ -101,6 +102,16 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         self.num_classes = num_classes
         self.dropout = dropout
         self._word_logits_function = None
+
+    def preprocess_samples(self, x, y=None, sample_weight=None):
+        """The preprocessor's windows, cut to the batch's longest
+        (`trim_padding`), with their labels and weights."""
+        x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
+            super().preprocess_samples(x, y, sample_weight)
+        )
+        if self.preprocessor is not None:
+            x, y, sample_weight = trim_padding(x, y, sample_weight)
+        return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
         """Adam(5e-5), masked cross-entropy and token accuracy for "auto"."""
@@ -209,7 +220,9 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         [batch]). A graph-friendly function: the SavedModel export runs it.
         """
         windows = self.preprocessor.windows(x)
-        logits = self({key: windows[key] for key in ENCODER_INPUTS}, training=False)
+        # Positions past the longest window are never read: skip them.
+        inputs = trim_padding({key: windows[key] for key in ENCODER_INPUTS})
+        logits = self(inputs, training=False)
         index = tf.stack(
             [windows["word_window"].flat_values, windows["word_position"].flat_values],
             axis=1,

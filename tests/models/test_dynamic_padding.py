@@ -1,0 +1,90 @@
+"""Batches cut to their longest sequence (`trim_padding`), and training
+batches grouped by length (`length_grouping`): the encoder's outputs at real
+tokens do not change, and grouped epochs keep every batch full and similar."""
+
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.finetuning.glue_readers import GlueExamples
+from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.tagging_data import TaggedSentences
+from electra_tf.models.dynamic_padding import trim_padding, trimmed_length
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.presets import get_preset
+from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
+
+
+def test_length_is_the_first_of_four_that_holds_the_longest_row():
+    mask = np.zeros((3, 64), bool)
+    mask[0, :5] = mask[1, :17] = mask[2, :2] = True
+    assert int(trimmed_length(mask)) == 32
+    assert int(trimmed_length(mask, lengths=8)) == 24
+    assert int(trimmed_length(mask[:, :50])) == 26  # steps of 13, capped at 50
+    mask[1, :] = True
+    assert int(trimmed_length(mask)) == 64
+    # An empty batch (a tagging batch of empty sentences) keeps a length.
+    assert int(trimmed_length(np.zeros((0, 64), bool))) == 16
+
+
+def test_trimmed_inputs_give_the_same_outputs_at_real_tokens():
+    config = get_preset("tiny").model.override(
+        vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=64
+    )
+    encoder = ElectraEncoder.discriminator_from_config(config)
+    randomize_weights(encoder, seed=3)
+    batch = random_batch(batch_size=4, length=64, seed=1)
+    batch["padding_mask"][:, 20:] = 0  # the longest row has 20 tokens
+    batch["token_ids"][:, 20:] = 0
+    labels = np.arange(4 * 64).reshape(4, 64)
+    trimmed, trimmed_labels, none = trim_padding(batch, labels, None)
+    assert trimmed["token_ids"].shape == (4, 32)
+    assert none is None
+    np.testing.assert_array_equal(trimmed_labels, labels[:, :32])
+    full = encoder(batch)["sequence_output"].numpy()
+    cut = encoder(trimmed)["sequence_output"].numpy()
+    real = batch["padding_mask"][:, :32].astype(bool)
+    np.testing.assert_allclose(cut[real], full[:, :32][real], atol=1e-5)
+
+
+def test_grouped_epochs_have_full_batches_of_similar_length_and_reshuffle():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 60, 600)
+    sentences = TaggedSentences(
+        words=tuple(tuple(f"{j}:{i}" for i in range(n)) for j, n in enumerate(lengths)),
+        tags=tuple(("X",) * n for n in lengths),
+    )
+    dataset = sentences.to_dataset(
+        16, {"X": 0}, shuffle=True, seed=1, group_by_length=True, max_words=64
+    )
+    epochs = []
+    for _ in range(2):
+        seen, spreads = [], []
+        for words, _ in dataset:
+            assert words.nrows() == 16  # no partial batch
+            counts = words.row_lengths().numpy()
+            spreads.append(counts.max() - counts.min())
+            seen += [w[0].decode().split(":")[0] for w in words.to_list()]
+        # Groups of 8 words: a batch's lengths differ by less than 8 (the
+        # last group, beyond 56 words, holds the rest).
+        assert max(spreads) < 8
+        # Dropped: at most one partial batch per group (8 groups here).
+        assert len(seen) == len(set(seen)) > 600 - 8 * 16
+        epochs.append(seen)
+    assert epochs[0] != epochs[1]
+
+
+def test_grouped_text_batches_count_words_of_both_segments():
+    texts_a = tuple(" ".join(["a"] * n) for n in range(1, 41))
+    texts_b = tuple(" ".join(["b"] * (40 - n)) for n in range(1, 41))
+    examples = GlueExamples(
+        task=get_task("mrpc"),
+        split="train",
+        texts=(texts_a, texts_b),
+        labels=np.zeros(40, np.int32),
+    )
+    # Every pair has 40 words in all: one group, two full batches of 20.
+    dataset = examples.to_dataset(
+        20, shuffle=True, seed=0, group_by_length=True, max_words=128
+    )
+    batches = [x for x, _ in dataset]
+    assert [int(tf.shape(b[0])[0]) for b in batches] == [20, 20]
