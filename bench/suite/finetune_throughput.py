@@ -23,7 +23,16 @@ extraction on SQuAD 1.1 windows; the shared data holds no SQuAD, so the
 questions and contexts of the repository's fixture,
 `tests/fixtures/squad/train-v1.1.json`, repeated; the windows are made once,
 before training, as a run does, on both sides). Every batch is
-`--batch-size` sentences (qa: windows), padded to `--max-seq-length`.
+`--batch-size` sentences (qa: windows). `--padding max_length` (the
+default) pads every batch to `--max-seq-length` on both sides, our per-batch
+trimming bypassed: the same work per step, so the ratio is one of step speed
+and MFU is meaningful. `--padding longest` runs both as a user would who
+wants speed (classification and tagging; qa windows are full anyway): ours
+as fine-tuning runs by default (batches grouped by length, each cut to its
+longest, `electra_tf.finetuning.length_grouping`), the peer with
+transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
+uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
+work then varies with the batch, so MFU is not reported.
 
 To compare per core, every worker runs on one thread (TensorFlow's intra-
 and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
@@ -61,6 +70,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 TASKS = ("classification", "tagging", "qa")
 IMPLEMENTATIONS = ("ours", "ours_xla", "ours_graph", "transformers")
 PEER = "transformers"
+PADDINGS = ("max_length", "longest")
 SHARED = REPO.parent / "shared" / "data" / "tasks"
 BUNDLED = REPO / "electra_tf" / "assets" / "tasks"
 VOCABULARY = REPO / "electra_tf" / "assets" / "vocab.txt"
@@ -91,6 +101,13 @@ def parse_args(argv=None):
     )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument(
+        "--padding",
+        default="max_length",
+        choices=PADDINGS,
+        help="max_length: every batch at --max-seq-length on both sides; "
+        "longest: batches grouped by length and cut to their longest.",
+    )
     parser.add_argument(
         "--doc-stride", type=int, default=64, help="qa: tokens between windows."
     )
@@ -150,6 +167,12 @@ def _qa_config(args):
     )
 
 
+def _grouping(args) -> dict:
+    if args.padding == "max_length":
+        return {}
+    return {"group_by_length": True, "max_words": args.max_seq_length}
+
+
 def _squad_examples():
     from electra_tf.finetuning.squad_data import load_squad_split
 
@@ -195,7 +218,10 @@ class OurTrainer:
     """
 
     def __init__(self, task: str, args, jit_compile: bool, total_steps: int):
+        import functools
+
         import keras
+        import keras_hub
 
         from electra_tf.data.vocabulary import Vocabulary
         from electra_tf.finetuning.run import make_optimizer
@@ -237,7 +263,9 @@ class OurTrainer:
                     model_config=model_config,
                     vocabulary=vocabulary,
                 )
-                dataset = examples.to_dataset(args.batch_size, shuffle=True, seed=1)
+                dataset = examples.to_dataset(
+                    args.batch_size, shuffle=True, seed=1, **_grouping(args)
+                )
             else:
                 from electra_tf.finetuning.tagging_run import (
                     build_token_classifier,
@@ -255,8 +283,17 @@ class OurTrainer:
                     vocabulary=vocabulary,
                 )
                 dataset = data.train.to_dataset(
-                    args.batch_size, data.tag_ids, shuffle=True, seed=1
+                    args.batch_size,
+                    data.tag_ids,
+                    shuffle=True,
+                    seed=1,
+                    **_grouping(args),
                 )
+        if args.padding == "max_length" and task != "qa":
+            # keras-hub's own: the preprocessor's packed length, untrimmed.
+            model.preprocess_samples = functools.partial(
+                keras_hub.models.Task.preprocess_samples, model
+            )
         model.compile(
             optimizer=make_optimizer(config, model.backbone.num_layers, total_steps),
             jit_compile=jit_compile,
@@ -396,7 +433,27 @@ class PeerTrainer:
             )
             self.model = transformers.ElectraForQuestionAnswering(config)
         self.count = len(self.windows["input_ids"]) if task == "qa" else len(self.texts)
-        self.order = np.random.default_rng(1).permutation(self.count)
+        self.padding = "max_length" if task == "qa" else args.padding
+        if self.padding == "longest":
+            from transformers.trainer_pt_utils import LengthGroupedSampler
+
+            lengths = [
+                len(ids)
+                for ids in self.tokenizer(
+                    self.texts,
+                    is_split_into_words=task == "tagging",
+                    truncation=True,
+                    max_length=self.length,
+                )["input_ids"]
+            ]
+            sampler = LengthGroupedSampler(
+                self.batch_size,
+                lengths=lengths,
+                generator=torch.Generator().manual_seed(1),
+            )
+            self.order = np.asarray(list(sampler))
+        else:
+            self.order = np.random.default_rng(1).permutation(self.count)
         self.position = 0
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
@@ -428,7 +485,7 @@ class PeerTrainer:
         encoded = self.tokenizer(
             texts,
             is_split_into_words=self.task == "tagging",
-            padding="max_length",
+            padding=self.padding,
             truncation=True,
             max_length=self.length,
             return_tensors="pt",
@@ -527,6 +584,7 @@ class Worker:
             "preset",
             "batch_size",
             "max_seq_length",
+            "padding",
             "doc_stride",
             "warmup_steps",
             "steps",
@@ -575,8 +633,9 @@ def measure_task(task: str, names, args) -> dict:
     return {"timings": timings, "peaks": peaks, "warmup_seconds": warmup}
 
 
-def summarise(measured: dict, flops_per_step: float, batch_size: int) -> dict:
-    """Per implementation: medians of s/step, examples/s, MFU; ratio vs peer."""
+def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> dict:
+    """Per implementation: medians of s/step, examples/s, MFU (None without
+    `flops_per_step`: batches of varying length); ratio vs peer."""
     peaks = measured["peaks"]
     rows = {}
     for name, timing in measured["timings"].items():
@@ -585,10 +644,12 @@ def summarise(measured: dict, flops_per_step: float, batch_size: int) -> dict:
             "seconds_per_step": statistics.median(wall),
             "cpu_seconds_per_step": statistics.median(cpu),
             "examples_per_second": batch_size / statistics.median(wall),
-            "mfu": statistics.median(
+            "mfu": flops_per_step
+            and statistics.median(
                 flops_per_step / s / 1e9 / p["gflops"] for s, p in zip(wall, peaks)
             ),
-            "mfu_per_cpu_second": statistics.median(
+            "mfu_per_cpu_second": flops_per_step
+            and statistics.median(
                 flops_per_step / s / 1e9 / p["gflops_per_cpu_second"]
                 for s, p in zip(cpu, peaks)
             ),
@@ -629,6 +690,7 @@ def main(argv=None) -> int:
         "preset": args.preset,
         "batch_size": args.batch_size,
         "max_seq_length": args.max_seq_length,
+        "padding": args.padding,
         "doc_stride": args.doc_stride,
         "warmup_steps": args.warmup_steps,
         "steps_per_round": args.steps,
@@ -649,7 +711,10 @@ def main(argv=None) -> int:
             print(f"error: {task}: {error}", flush=True)
             report["tasks"][task] = {"error": str(error)}
             continue
-        rows = summarise(measured, args.batch_size * flops, args.batch_size)
+        fixed = args.padding == "max_length" or task == "qa"
+        rows = summarise(
+            measured, args.batch_size * flops if fixed else None, args.batch_size
+        )
         report["tasks"][task] = {
             "matmul_peak_per_round": measured["peaks"],
             "results": rows,
@@ -671,7 +736,11 @@ def main(argv=None) -> int:
                 f"{task:<15} {name:<13} {row['seconds_per_step']:7.2f} "
                 f"{row['examples_per_second']:6.2f} "
                 + (f"{ratio:5.2f}x" if ratio else f"{'-':>6}")
-                + f" {row['mfu']:6.1%} {row['mfu_per_cpu_second']:8.1%}"
+                + (
+                    f" {row['mfu']:6.1%} {row['mfu_per_cpu_second']:8.1%}"
+                    if row["mfu"]
+                    else f" {'-':>6} {'-':>8}"
+                )
             )
     try:  # imported for their versions in the report
         import torch  # noqa: F401

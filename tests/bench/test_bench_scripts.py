@@ -392,11 +392,11 @@ def _finetune_args(*extra):
     )
 
 
-def _serve_one_step(implementation, task):
+def _serve_one_step(implementation, task, *extra):
     from bench.suite import finetune_throughput as bench
 
     replies = []
-    trainer = bench.make_trainer(implementation, task, _finetune_args())
+    trainer = bench.make_trainer(implementation, task, _finetune_args(*extra))
     trainer.serve(["warmup", "steps"], replies.append)
     assert len(replies) == 2, (implementation, task)
     assert all(r["wall"] > 0 and r["cpu"] > 0 for r in replies)
@@ -412,6 +412,12 @@ def test_finetune_throughput_peer_takes_a_step_in_every_task(task):
 def test_finetune_throughput_ours_takes_a_step():
     # Our classifier in graph mode; the other tasks and XLA in the slow test.
     _serve_one_step("ours_graph", "classification")
+
+
+def test_finetune_throughput_with_batches_grouped_by_length():
+    pytest.importorskip("transformers")
+    _serve_one_step("ours_graph", "tagging", "--padding", "longest")
+    _serve_one_step("transformers", "tagging", "--padding", "longest")
 
 
 def test_finetune_throughput_peer_labels_qa_windows_at_the_answer():
