@@ -231,12 +231,13 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The preprocessor's packed batch, cut to its longest sequence
-        (`trim_padding`): `fit`, `evaluate` and `predict` skip the padding."""
+        (`trim_padding`; to one of a few lengths under XLA): `fit`,
+        `evaluate` and `predict` skip the padding."""
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
             super().preprocess_samples(x, y, sample_weight)
         )
         if self.preprocessor is not None:
-            x = trim_padding(x)
+            x = trim_padding(x, few_lengths=self.jit_compile is True)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):

@@ -105,12 +105,15 @@ class ElectraTokenClassifier(keras_hub.models.Task):
 
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The preprocessor's windows, cut to the batch's longest
-        (`trim_padding`), with their labels and weights."""
+        (`trim_padding`; to one of a few lengths under XLA), with their
+        labels and weights."""
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
             super().preprocess_samples(x, y, sample_weight)
         )
         if self.preprocessor is not None:
-            x, y, sample_weight = trim_padding(x, y, sample_weight)
+            x, y, sample_weight = trim_padding(
+                x, y, sample_weight, few_lengths=self.jit_compile is True
+            )
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
