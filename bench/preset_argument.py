@@ -9,7 +9,7 @@ def preset_or_exit(preset: str) -> str:
     A local directory must hold a preset's `config.json` and `tokenizer.json`
     (`preset_architecture` checks); names and handles are left to keras-hub.
     """
-    from electra_tf.models.text_classifier import (
+    from electra_tf.models.keras_hub_preset import (
         PretrainedModelError,
         preset_architecture,
     )

@@ -40,7 +40,6 @@ from electra_tf.config import (
     TrainingConfig,
 )
 from electra_tf.conversion.hf import load_hf_pretrainer
-from electra_tf.conversion.keras_hub import load_keras_hub_preset
 from electra_tf.conversion.tf1 import load_tf1_pretrainer
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import Vocabulary
@@ -56,6 +55,7 @@ from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
+from electra_tf.models.keras_hub_preset import load_keras_hub_preset
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,

@@ -41,8 +41,8 @@ def main():
     import transformers
 
     from electra_tf.conversion.hf import load_hf_pretrainer, save_hf_pretrainer
-    from electra_tf.conversion.keras_hub import keras_hub_backbone_from_encoder
     from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.models.keras_hub_preset import keras_hub_backbone_from_encoder
     from electra_tf.models.text_classifier_preprocessor import (
         ElectraTextClassifierPreprocessor,
     )

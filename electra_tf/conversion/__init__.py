@@ -3,5 +3,7 @@
 * `original_layout`: google-research/electra's variable names and shapes.
 * `hf`: Hugging Face transformers checkpoints, both ways.
 * `tf1`: the original TF1 release, to ours.
-* `keras_hub`: keras-hub `ElectraBackbone` presets, both ways.
+
+keras-hub presets, our encoder's own saved form, are read and written by
+`electra_tf.models.keras_hub_preset`.
 """

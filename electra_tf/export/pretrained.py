@@ -8,7 +8,6 @@ import keras
 import keras_hub
 import tensorflow as tf
 
-from electra_tf.conversion.keras_hub import save_keras_hub_preset
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
@@ -17,6 +16,7 @@ from electra_tf.models.cloze_generator import (
 )
 from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.generator import standalone_generator
+from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 from electra_tf.models.tower import ENCODER_INPUTS, standalone_tower
 
 

@@ -37,7 +37,7 @@ from electra_tf.finetuning.tagging_run import (
     load_tfds_tagging_data,
     run_tagging,
 )
-from electra_tf.models.text_classifier import preset_architecture
+from electra_tf.models.keras_hub_preset import preset_architecture
 
 logger = logging.getLogger(__name__)
 

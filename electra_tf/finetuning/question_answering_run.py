@@ -60,11 +60,11 @@ from electra_tf.finetuning.squad_data import (
     write_null_odds_json,
     write_predictions_json,
 )
+from electra_tf.models.keras_hub_preset import preset_architecture
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
-from electra_tf.models.text_classifier import preset_architecture
 
 # `finetune/run.py --task ...` names of the two SQuAD versions.
 SQUAD_TASKS = {"squad1": 1, "squad2": 2}

@@ -14,9 +14,9 @@ import os
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
-from electra_tf.conversion.keras_hub import preset_vocabulary
 from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
-from electra_tf.models.text_classifier import POOLINGS, preset_architecture
+from electra_tf.models.keras_hub_preset import preset_architecture, preset_vocabulary
+from electra_tf.models.text_classifier import POOLINGS
 from electra_tf.presets import PRESETS, get_preset
 
 # The pre-training demo's export, which the fine-tuning demo starts from.

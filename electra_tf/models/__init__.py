@@ -16,4 +16,6 @@
 * `token_classifier`, `token_classifier_preprocessor`: `ElectraTokenClassifier` (one
   tag per word) and its preprocessor (words or raw text -> WordPiece windows).
 * `in_memory`: in-memory inputs of those tasks as a dataset shuffled every epoch.
+* `keras_hub_preset`: the encoder as a keras-hub `ElectraBackbone` preset, written
+  and read (the one loader the task models' `from_preset` use).
 """

@@ -8,16 +8,16 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.keras_hub_preset import (
+    check_preset_fits,
+    checked_preset,
+    load_keras_hub_preset,
+)
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
 from electra_tf.models.span_decoding import answer_text_batch
 from electra_tf.models.span_head import SpanHead
-from electra_tf.models.text_classifier import (
-    _checked_preset,
-    check_preset_fits,
-    preset_encoder,
-)
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -234,8 +234,10 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        preset = _checked_preset(preset)
-        encoder = preset_encoder(preset, load_weights, dtype, encoder_dropout)
+        preset = checked_preset(preset, weights=load_weights, tokenizer=True)
+        encoder = load_keras_hub_preset(
+            preset, dtype, load_weights=load_weights, dropout=encoder_dropout
+        )
         preprocessor = ElectraQuestionAnswererPreprocessor.from_preset(
             preset,
             sequence_length=sequence_length,

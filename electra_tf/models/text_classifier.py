@@ -2,89 +2,21 @@
 
 from __future__ import annotations
 
-import os
-
 import keras
 import keras_hub
-from keras_hub.src.utils import preset_utils
 
-from electra_tf.conversion.keras_hub import encoder_from_keras_hub
-from electra_tf.data.vocabulary import check_vocabulary_fits
-from electra_tf.errors import ElectraError
 from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
+from electra_tf.models.keras_hub_preset import (
+    check_preset_fits,
+    checked_preset,
+    load_keras_hub_preset,
+)
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
-
-
-class PretrainedModelError(ElectraError, ValueError):
-    """A pre-trained model cannot be loaded or does not fit its tokenizer."""
-
-
-def _checked_preset(preset) -> str:
-    """`preset` as a string; a local directory must hold a keras-hub preset."""
-    preset = os.fspath(preset)
-    # keras-hub resolves names and kaggle:// or hf:// handles itself; a
-    # local path gets a clearer message than keras-hub's when it is wrong.
-    is_handle = "://" in preset
-    if not is_handle and (os.sep in preset or os.path.exists(preset)):
-        for name in ("config.json", "tokenizer.json"):
-            if not os.path.exists(os.path.join(preset, name)):
-                raise PretrainedModelError(
-                    f"{preset} is not a keras-hub preset directory: {name} is missing"
-                )
-    return preset
-
-
-def preset_architecture(preset) -> dict:
-    """A keras-hub preset's backbone config (`hidden_dim`, `num_layers`, ...),
-    read without building the model.
-
-    Raises:
-        PretrainedModelError: a local directory that is not a preset.
-    """
-    config = preset_utils.load_json(_checked_preset(preset), preset_utils.CONFIG_FILE)
-    return config["config"]
-
-
-def preset_encoder(preset, load_weights=True, dtype=None, dropout=None):
-    """The `ElectraEncoder` of a keras-hub ELECTRA preset (directory or name).
-
-    `dropout` replaces the preset's own rate (None keeps it): fine-tuning
-    uses the paper's 0.1 even when pre-training ran without dropout.
-
-    Raises:
-        PretrainedModelError: a local directory that is not a preset.
-    """
-    overrides = {} if dropout is None else {"dropout": dropout}
-    backbone = keras_hub.models.ElectraBackbone.from_preset(
-        _checked_preset(preset), load_weights=load_weights, **overrides
-    )
-    return encoder_from_keras_hub(backbone, dtype=dtype)
-
-
-def check_preset_fits(preset, encoder, tokenizer, sequence_length) -> None:
-    """A preset's tokenizer must fit its encoder's embeddings, and the packed
-    length its position embeddings.
-
-    Raises:
-        PretrainedModelError: either does not fit.
-    """
-    check_vocabulary_fits(
-        tokenizer.vocabulary_size(),
-        encoder.vocabulary_size,
-        f"{preset}: the tokenizer",
-        error=PretrainedModelError,
-    )
-    if sequence_length > encoder.max_sequence_length:
-        raise PretrainedModelError(
-            f"sequence_length {sequence_length} exceeds the {preset} model's "
-            f"max_sequence_length {encoder.max_sequence_length}"
-        )
-
 
 # How the head reads the encoder: the [CLS] state, or the mean over tokens.
 POOLINGS = ("cls", "mean")
@@ -284,7 +216,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         pre-training export `<model_dir>/export/discriminator/` is one) or the
         name of a keras-hub ELECTRA preset (downloaded, so it needs network
         access). Its `ElectraBackbone` is converted to an `ElectraEncoder`
-        (exact GELU, no tanh pooler; see `electra_tf.conversion.keras_hub`) and
+        (exact GELU, no tanh pooler; see `electra_tf.models.keras_hub_preset`) and
         its `ElectraTokenizer` becomes the preprocessor's.
 
         Args:
@@ -302,8 +234,10 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        preset = _checked_preset(preset)
-        encoder = preset_encoder(preset, load_weights, dtype, encoder_dropout)
+        preset = checked_preset(preset, weights=load_weights, tokenizer=True)
+        encoder = load_keras_hub_preset(
+            preset, dtype, load_weights=load_weights, dropout=encoder_dropout
+        )
         preprocessor = ElectraTextClassifierPreprocessor.from_preset(
             preset, sequence_length=sequence_length
         )

@@ -24,11 +24,6 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, ModelConfig, PretrainingConfig
 from electra_tf.conversion import hf as hf_conversion
 from electra_tf.conversion.hf import save_hf_pretrainer
-from electra_tf.conversion.keras_hub import (
-    load_keras_hub_preset,
-    preset_vocabulary,
-    save_keras_hub_preset,
-)
 from electra_tf.conversion.original_layout import (
     has_generator,
     pretrainer_from_tensors,
@@ -45,6 +40,11 @@ from electra_tf.data.vocabulary import (
 )
 from electra_tf.errors import ConversionError
 from electra_tf.export.pretrained import export_encoder, export_pretrained
+from electra_tf.models.keras_hub_preset import (
+    load_keras_hub_preset,
+    preset_vocabulary,
+    save_keras_hub_preset,
+)
 from electra_tf.presets import PRESETS, get_preset
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 

@@ -168,9 +168,12 @@ def test_keras_hub_to_ours_keeps_a_learned_whitespace_token(cli, capsys, tmp_pat
     """keras-hub's learner writes a `" "` token (the demo vocabulary has one);
     keras-hub's tokenizer loader strips it to an empty token, which a
     `Vocabulary` refuses, so converting our own demo export used to fail."""
-    from electra_tf.conversion.keras_hub import preset_vocabulary, save_keras_hub_preset
     from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.keras_hub_preset import (
+        preset_vocabulary,
+        save_keras_hub_preset,
+    )
     from electra_tf.presets import get_preset
 
     tokens = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", " ", "a", "##b")

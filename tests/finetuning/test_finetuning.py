@@ -92,8 +92,8 @@ def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
 def _saved_preset(path):
     """A tiny encoder saved as a keras-hub preset, every weight set to 0.5 so
     that a re-drawn weight cannot be mistaken for a loaded one."""
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
     from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())
     encoder.set_weights([np.full(w.shape, 0.5, "float32") for w in encoder.weights])
@@ -103,9 +103,11 @@ def _saved_preset(path):
 
 def test_random_init_rebuilds_a_preset_directory_without_its_weights(tmp_path):
     # `--pretrained none --preset <export>`: the same model, not pre-trained.
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
     from electra_tf.models.encoder import ElectraEncoder
-    from electra_tf.models.text_classifier import PretrainedModelError
+    from electra_tf.models.keras_hub_preset import (
+        PretrainedModelError,
+        save_keras_hub_preset,
+    )
 
     architecture = dict(num_layers=3, hidden_dim=48, embedding_dim=24, num_heads=3)
     encoder = ElectraEncoder.discriminator_from_config(
@@ -383,8 +385,8 @@ def test_cli_bad_data(cli, capsys, tmp_path):
 
 
 def test_cli_rejects_a_vocabulary_that_does_not_fit(cli, capsys, tmp_path):
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
     from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     preset = tmp_path / "discriminator"
     encoder = ElectraEncoder.discriminator_from_config(tiny_model_config())

@@ -23,12 +23,12 @@ from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning.squad_data import read_squad_json, squad_split_path
 from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.keras_hub_preset import PretrainedModelError
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
     QuestionAnsweringInputError,
 )
-from electra_tf.models.text_classifier import PretrainedModelError
 from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
@@ -329,7 +329,7 @@ def test_preprocessor_docstring_example_runs():
 
 
 def test_from_preset_loads_an_exported_discriminator(tokenizer, tmp_path):
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
     encoder = ElectraEncoder(

@@ -24,10 +24,8 @@ from electra_tf.finetuning.glue_metrics import task_metrics
 from electra_tf.finetuning.glue_readers import read_glue_tsv
 from electra_tf.finetuning.glue_tasks import GLUE_TASKS, get_task
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.text_classifier import (
-    ElectraTextClassifier,
-    PretrainedModelError,
-)
+from electra_tf.models.keras_hub_preset import PretrainedModelError
+from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
@@ -251,7 +249,7 @@ def test_raw_text_saved_model_matches_keras(classifier, tmp_path):
 
 
 def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     encoder = make_encoder()
     preset = tmp_path / "discriminator"
@@ -273,7 +271,7 @@ def test_from_preset_loads_an_exported_discriminator(vocabulary, tmp_path):
 
 def test_from_preset_sets_the_encoder_dropout_for_fine_tuning(vocabulary, tmp_path):
     # A demo export is pre-trained without dropout; fine-tuning asks for 0.1.
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     config = make_encoder().get_config()
     encoder = ElectraEncoder(**{**config, "dropout": 0.0})
@@ -296,7 +294,7 @@ def test_from_preset_sets_the_encoder_dropout_for_fine_tuning(vocabulary, tmp_pa
 
 
 def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
-    from electra_tf.conversion.keras_hub import save_keras_hub_preset
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 
     preset = tmp_path / "discriminator"
     save_keras_hub_preset(make_encoder(), Vocabulary(tuple(vocabulary)), str(preset))
@@ -307,8 +305,11 @@ def test_from_preset_rejects_a_vocabulary_of_another_size(vocabulary, tmp_path):
 
 
 def test_from_preset_rejects_a_directory_that_is_not_a_preset(tmp_path):
-    with pytest.raises(PretrainedModelError, match="config.json is missing"):
+    with pytest.raises(PretrainedModelError, match="nowhere .*: it does not exist"):
         ElectraTextClassifier.from_preset(str(tmp_path / "nowhere"), num_classes=2)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(PretrainedModelError, match="empty .*: config.json is missing"):
+        ElectraTextClassifier.from_preset(str(tmp_path / "empty"), num_classes=2)
 
 
 @pytest.mark.parametrize(

@@ -5,15 +5,18 @@ import keras_hub
 import numpy as np
 import pytest
 
-from electra_tf.conversion.keras_hub import (
-    ConversionError,
+from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.errors import ConversionError
+from electra_tf.models.encoder import ElectraEncoder
+from electra_tf.models.keras_hub_preset import (
+    PretrainedModelError,
+    checked_preset,
     encoder_from_keras_hub,
     keras_hub_backbone_from_encoder,
     load_keras_hub_preset,
+    preset_architecture,
     save_keras_hub_preset,
 )
-from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.models.encoder import ElectraEncoder
 from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
 
 # The only numerical difference is GELU: exact erf (ours) vs tanh
@@ -86,12 +89,21 @@ def test_broken_presets_are_named(encoder, tmp_path):
     import shutil
 
     save_keras_hub_preset(encoder, Vocabulary(tuple(_vocabulary())), tmp_path / "ok")
-    with pytest.raises(ConversionError, match="nowhere does not exist"):
+    with pytest.raises(PretrainedModelError, match="nowhere is not .*: it does not"):
         load_keras_hub_preset(str(tmp_path / "nowhere"))
     shutil.copytree(tmp_path / "ok", tmp_path / "no_weights")
     (tmp_path / "no_weights" / "model.weights.h5").unlink()
-    with pytest.raises(ConversionError, match="no_weights has no model.weights.h5"):
+    with pytest.raises(PretrainedModelError, match="model.weights.h5 is missing"):
         load_keras_hub_preset(str(tmp_path / "no_weights"))
+    # Without its weights the directory still gives the architecture.
+    random = load_keras_hub_preset(tmp_path / "no_weights", load_weights=False)
+    assert random.num_layers == encoder.num_layers
+    (tmp_path / "no_weights" / "tokenizer.json").unlink()
+    with pytest.raises(PretrainedModelError, match="tokenizer.json is missing"):
+        preset_architecture(tmp_path / "no_weights")
+    # Handles are keras-hub's to resolve, though they hold a "/".
+    handle = "hf://google/electra"
+    assert checked_preset(handle, weights=True, tokenizer=True) == handle
     # Weights of another width than the config says: keras-hub's message, which
     # names a layer and both shapes, prefixed with the preset.
     shutil.copytree(tmp_path / "ok", tmp_path / "mismatch")
@@ -99,5 +111,5 @@ def test_broken_presets_are_named(encoder, tmp_path):
     config = json.loads(config_path.read_text())
     config["config"].update(hidden_dim=32, intermediate_dim=64)
     config_path.write_text(json.dumps(config))
-    with pytest.raises(ConversionError, match="(?s)preset .*mismatch.*shape"):
+    with pytest.raises(PretrainedModelError, match="(?s)preset .*mismatch.*shape"):
         load_keras_hub_preset(str(tmp_path / "mismatch"))

@@ -1,6 +1,13 @@
-"""Weights between our `ElectraEncoder` and `keras_hub.models.ElectraBackbone`.
+"""Keras-hub ELECTRA presets: our `ElectraEncoder` to and from
+`keras_hub.models.ElectraBackbone`, and the one loader of a preset.
 
-The two share layer names, so conversion copies layer by layer. What differs:
+A preset is our own encoder's saved form, not only a foreign checkpoint: the
+pre-training export `export/discriminator/` is one, and the task models'
+`from_preset` read one. So it lives with the models, below `conversion/`,
+`export/` and `finetuning/`, which all import it.
+
+The encoder and the backbone share layer names, so conversion copies layer by
+layer. What differs:
 
 * keras-hub's backbone computes GELU with the tanh approximation and has a
   tanh pooler (`pooled_dense`) the original ELECTRA does not have. Going to
@@ -24,17 +31,12 @@ from keras_hub.src.tokenizers.word_piece_tokenizer import VOCAB_FILENAME
 from keras_hub.src.utils import preset_utils
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
-from electra_tf.errors import ConversionError
+from electra_tf.errors import ConversionError, ElectraError
 from electra_tf.models.encoder import ElectraEncoder
 
-__all__ = [
-    "ConversionError",
-    "copy_layer_weights",
-    "encoder_from_keras_hub",
-    "keras_hub_backbone_from_encoder",
-    "load_keras_hub_preset",
-    "save_keras_hub_preset",
-]
+
+class PretrainedModelError(ElectraError, ValueError):
+    """A pre-trained model cannot be loaded or does not fit its tokenizer."""
 
 
 def _weight_layers(encoder) -> list[str]:
@@ -169,15 +171,57 @@ def _copy_tree(source: str, destination: str) -> None:
             )
 
 
+def checked_preset(preset, *, weights: bool, tokenizer: bool) -> str:
+    """`preset` as a string; a local directory must hold the preset's
+    `config.json`, and its weights and tokenizer if the caller reads them.
+
+    keras-hub resolves preset names and kaggle:// or hf:// handles itself; a
+    local path gets a message naming it and the missing file instead of
+    keras-hub's.
+
+    Raises:
+        PretrainedModelError: a local path that is not such a directory.
+    """
+    preset = os.fspath(preset)
+    if "://" in preset or not (os.sep in preset or os.path.exists(preset)):
+        return preset
+    if not os.path.isdir(preset):
+        raise PretrainedModelError(
+            f"{preset} is not a keras-hub preset directory: it does not exist"
+        )
+    needed = [preset_utils.CONFIG_FILE]
+    needed += [preset_utils.MODEL_WEIGHTS_FILE] if weights else []
+    needed += [preset_utils.TOKENIZER_CONFIG_FILE] if tokenizer else []
+    for name in needed:
+        if not os.path.exists(os.path.join(preset, name)):
+            raise PretrainedModelError(
+                f"{preset} is not a keras-hub preset directory: {name} is missing "
+                "(see save_keras_hub_preset)"
+            )
+    return preset
+
+
+def preset_architecture(preset) -> dict:
+    """A keras-hub preset's backbone config (`hidden_dim`, `num_layers`, ...),
+    read without building the model.
+
+    Raises:
+        PretrainedModelError: a local directory that is not a preset.
+    """
+    preset = checked_preset(preset, weights=False, tokenizer=True)
+    return preset_utils.load_json(preset, preset_utils.CONFIG_FILE)["config"]
+
+
 def preset_vocabulary(preset) -> Vocabulary:
     """The WordPiece vocabulary and casing of a keras-hub ELECTRA preset (a
     directory or a preset name), read from the file `save_keras_hub_preset`
     writes: keras-hub's own loader strips each line, which turns a learned
     vocabulary's whitespace token (`" "`) into an empty one.
 
-    The caller checks that `preset` is a preset (`load_keras_hub_preset`,
-    `preset_architecture`); a missing file here is keras-hub's error.
+    Raises:
+        PretrainedModelError: a local directory that is not a preset.
     """
+    preset = checked_preset(preset, weights=False, tokenizer=True)
     path = preset_utils.get_file(
         preset, f"{preset_utils.TOKENIZER_ASSET_DIR}/{VOCAB_FILENAME}"
     )
@@ -185,28 +229,52 @@ def preset_vocabulary(preset) -> Vocabulary:
     return Vocabulary.from_file(path, tokenizer["config"]["lowercase"])
 
 
-def load_keras_hub_preset(preset, dtype=None) -> ElectraEncoder:
+def load_keras_hub_preset(
+    preset, dtype=None, *, load_weights=True, dropout=None
+) -> ElectraEncoder:
     """Our encoder from a keras-hub ELECTRA preset (a directory or a preset name).
 
+    Args:
+        preset: a preset directory or keras-hub preset name.
+        dtype: the encoder's dtype policy.
+        load_weights: False keeps the encoder randomly initialised (with the
+            preset's architecture).
+        dropout: replaces the preset's own rate (None keeps it): fine-tuning
+            uses the paper's 0.1 even when pre-training ran without dropout.
+
     Raises:
-        ConversionError: naming the preset and what is wrong with it (a missing
-            directory or file, or weights whose shapes the config does not
-            have), instead of keras-hub's generic messages.
+        PretrainedModelError: naming the preset and what is wrong with it (a
+            missing directory or file, or weights whose shapes the config does
+            not have), instead of keras-hub's generic messages.
     """
-    preset = str(preset)
-    if os.path.sep in preset or os.path.exists(preset):
-        if not os.path.isdir(preset):
-            raise ConversionError(f"preset directory {preset} does not exist")
-        for name in ("config.json", "model.weights.h5"):
-            if not os.path.exists(os.path.join(preset, name)):
-                raise ConversionError(
-                    f"preset directory {preset} has no {name}: not a complete "
-                    "keras-hub preset (see save_keras_hub_preset)"
-                )
+    preset = checked_preset(preset, weights=load_weights, tokenizer=False)
+    overrides = {} if dropout is None else {"dropout": dropout}
     try:
-        backbone = keras_hub.models.ElectraBackbone.from_preset(preset)
+        backbone = keras_hub.models.ElectraBackbone.from_preset(
+            preset, load_weights=load_weights, **overrides
+        )
     except (ValueError, OSError) as error:
-        raise ConversionError(
+        raise PretrainedModelError(
             f"cannot load keras-hub preset {preset}: {error}"
         ) from error
     return encoder_from_keras_hub(backbone, dtype=dtype)
+
+
+def check_preset_fits(preset, encoder, tokenizer, sequence_length) -> None:
+    """A preset's tokenizer must fit its encoder's embeddings, and the packed
+    length its position embeddings.
+
+    Raises:
+        PretrainedModelError: either does not fit.
+    """
+    check_vocabulary_fits(
+        tokenizer.vocabulary_size(),
+        encoder.vocabulary_size,
+        f"{preset}: the tokenizer",
+        error=PretrainedModelError,
+    )
+    if sequence_length > encoder.max_sequence_length:
+        raise PretrainedModelError(
+            f"sequence_length {sequence_length} exceeds the {preset} model's "
+            f"max_sequence_length {encoder.max_sequence_length}"
+        )
