@@ -4,11 +4,11 @@ import doctest
 
 import pytest
 
+import electra_tf.conversion.convert
 import electra_tf.conversion.hf
 import electra_tf.errors
 import electra_tf.models.encoder
 import electra_tf.optimization.schedule
-import electra_tf.pretraining.checkpoint
 
 
 @pytest.mark.parametrize(
@@ -17,7 +17,7 @@ import electra_tf.pretraining.checkpoint
         electra_tf.errors,
         electra_tf.models.encoder,
         electra_tf.conversion.hf,
-        electra_tf.pretraining.checkpoint,
+        electra_tf.conversion.convert,
         electra_tf.optimization.schedule,
     ],
 )

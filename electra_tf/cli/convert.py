@@ -24,7 +24,7 @@ import argparse
 import sys
 
 from electra_tf.cli import command_line
-from electra_tf.pretraining.checkpoint import convert
+from electra_tf.conversion.convert import convert
 
 # The flags that are not a conversion's source (see `convert`).
 _COMMON = ("command", "output", "overwrite", "vocab", "no_lowercase")

@@ -8,8 +8,8 @@ In the order a batch meets them:
   losses and metrics.
 * `flops`: training FLOPs of every objective.
 * `callbacks`: checkpoints, non-finite loss, TensorBoard summaries.
-* `checkpoint`: the checkpoint format, read (step, weights) and written (from
-  converted weights), and `pretrain/convert.py`'s conversions.
+* `checkpoint`: our checkpoints, read (step, weights, a whole checkpoint with its
+  config); `electra_tf.conversion.convert` writes converted ones.
 * `distributed_loop`: the multi-worker training loop (Keras' `fit` fails there).
 * `settings`: flags, a preset and `--hparams` -> the run's configs, in one pass.
 * `run`: a whole run: `pretrain(flags)`, and `run_pretraining` (data, `fit`,

@@ -16,6 +16,7 @@ import safetensors.numpy
 import tensorflow as tf
 
 from electra_tf.config import ModelConfig
+from electra_tf.conversion.convert import run_flags, write_pretraining_checkpoint
 from electra_tf.conversion.original_layout import pretrainer_variables, read_tensors
 from electra_tf.conversion.tf1 import (
     load_tf1_discriminator,
@@ -27,8 +28,6 @@ from electra_tf.pretraining.checkpoint import (
     checkpoint_step,
     load_pretraining_checkpoint,
     restore_weights,
-    run_flags,
-    write_pretraining_checkpoint,
 )
 from tests.conversion.test_hf import TOLERANCE, all_positions
 from tests.helpers import (
