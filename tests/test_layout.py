@@ -1,5 +1,6 @@
-"""The package's shape: an import graph without cycles, imports at the top, thin
-command lines, nothing on sys.path, and `import electra_tf` as the public API."""
+"""The package's shape: an import graph without cycles, between modules and
+between packages, imports at the top, thin command lines, nothing on sys.path,
+and `import electra_tf` as the public API."""
 
 import ast
 import pathlib
@@ -54,24 +55,87 @@ def _graph():
     return graph
 
 
-def test_the_import_graph_has_no_cycle():
-    graph, state, path = _graph(), {}, []
+def _package(module: str) -> str:
+    """`electra_tf.models` for `electra_tf.models.encoder`; a module directly in
+    `electra_tf/` (config, errors, presets, ...) stands for itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def _package_graph(graph):
+    """The import graph between electra_tf's sub-packages: an edge where any
+    module of one imports any module of the other. `electra_tf/__init__.py`,
+    the public API, imports every package and nothing imports it: left out."""
+    packages = {}
+    for module, imported in graph.items():
+        if module == "electra_tf":
+            continue
+        edges = packages.setdefault(_package(module), set())
+        edges.update(_package(target) for target in imported)
+        edges.discard(_package(module))
+    return packages
+
+
+def _first_cycle(graph):
+    """A cycle of `graph` (node -> set of nodes) as a list of nodes, or None."""
+    state, path = {}, []
 
     def visit(node):
         state[node] = "open"
         path.append(node)
-        for target in sorted(graph[node]):
+        for target in sorted(graph.get(node, ())):
             if state.get(target) == "open":
-                cycle = path[path.index(target) :] + [target]
-                pytest.fail("import cycle: " + " -> ".join(cycle))
-            if target not in state:
-                visit(target)
+                return path[path.index(target) :] + [target]
+            if target not in state and (cycle := visit(target)):
+                return cycle
         path.pop()
         state[node] = "done"
+        return None
 
     for node in sorted(graph):
-        if node not in state:
-            visit(node)
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return None
+
+
+def test_the_import_graph_has_no_cycle():
+    cycle = _first_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_packages_do_not_import_each_other_in_a_cycle():
+    """Folders are layers: models/ below conversion/, pretraining/ below it
+    (a module-level check misses models/a -> conversion/b -> models/c)."""
+    graph = _graph()
+    cycle = _first_cycle(_package_graph(graph))
+    if cycle is not None:
+        # Name the module imports behind each package edge of the cycle.
+        edges = [
+            f"{module} -> {target}"
+            for source, destination in zip(cycle, cycle[1:])
+            for module, imported in sorted(graph.items())
+            for target in sorted(imported)
+            if _package(module) == source and _package(target) == destination
+        ]
+        pytest.fail("package cycle: " + " -> ".join(cycle) + "\n" + "\n".join(edges))
+
+
+def test_the_cycle_checks_find_a_cycle():
+    """Neither check passes vacuously: a cycle through other modules' packages
+    is found at both levels."""
+    modules = {
+        "electra_tf.models.encoder": set(),
+        "electra_tf.models.text_classifier": {"electra_tf.conversion.keras_hub"},
+        "electra_tf.conversion.keras_hub": {"electra_tf.models.encoder"},
+        "electra_tf": {"electra_tf.models.encoder"},
+    }
+    assert _first_cycle(modules) is None
+    assert _first_cycle(_package_graph(modules)) == [
+        "electra_tf.conversion",
+        "electra_tf.models",
+        "electra_tf.conversion",
+    ]
+    modules["electra_tf.models.encoder"] = {"electra_tf.models.text_classifier"}
+    assert _first_cycle(modules) is not None
 
 
 def test_library_imports_of_our_modules_are_at_the_top():
