@@ -2,6 +2,7 @@
 `python -m bench.suite.step_time --help` (see BENCHMARKS.md).
 
 * `suite/`: throughput, step time, data path, serving latency, conversion parity.
-* `studies/`: the objectives at equal compute and the plateau probes.
+* `studies/`: the paper's experiments at CPU scale, pre-training dynamics, the
+  RTD AUC of a checkpoint, fine-tuning studies (own data, POS tagging).
 * `results/`: what they wrote, each JSON with the `run_info` header.
 """

@@ -22,19 +22,11 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.serving_latency", ["--batch-size", "--tsv"]),
         ("suite.step_time", ["--variants", "uniform_generator"]),
         ("suite.data_throughput", ["--processes"]),
-        ("studies.rtd_plateau", ["--variants", "--eval-batches"]),
         ("studies.rtd_auc", ["--oracles"]),
-        ("studies.rtd_synthetic", ["--every"]),
-        ("studies.hf_plateau", ["--configs"]),
-        ("studies.objectives", ["--objectives"]),
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--implementations", "--core"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
-        ("studies.attention_probe", ["--tower", "--batches"]),
-        ("studies.feature_probe", ["--pretrained", "--task-dir"]),
-        ("studies.shuffled_embeddings", ["--pretrained", "--output", "--seed"]),
-        ("studies.embedding_pairs", ["--pretrained", "--random-pairs"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
@@ -60,26 +52,6 @@ def test_help_lists_the_flags(module, flags):
     for flag in flags:
         assert flag in result.stdout
     assert "heavy: []" in result.stdout
-
-
-def test_shuffled_embeddings_move_every_ordinary_row_and_no_special_one():
-    from bench.studies.shuffled_embeddings import shuffled_rows
-
-    keep = [0, 100, 101, 102, 103]  # BERT's [PAD], [UNK], [CLS], [SEP], [MASK]
-    order = shuffled_rows(1000, keep, seed=0)
-    assert sorted(order) == list(range(1000))
-    assert order[keep].tolist() == keep
-    moved = np.setdiff1d(np.arange(1000), keep)
-    assert (order[moved] != moved).mean() > 0.99  # a few may land in place
-    np.testing.assert_array_equal(order, shuffled_rows(1000, keep, seed=0))
-
-
-def test_a_preset_argument_that_is_not_a_preset_is_one_line(tmp_path):
-    from bench.preset_argument import preset_or_exit
-
-    (tmp_path / "config.json").write_text("{}")  # no tokenizer.json
-    with pytest.raises(SystemExit, match=r"^error: --pretrained: .*tokenizer.json"):
-        preset_or_exit(str(tmp_path))
 
 
 def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
@@ -116,24 +88,6 @@ def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
     report = json.loads(output.read_text())
     assert report["config"]["encoder_dropout"] == 0.0
     assert [kwargs.get("encoder_dropout") for kwargs in built[1:]] == [0.0, 0.0]
-
-
-def test_embedding_pairs_centre_then_compare_and_skip_unknown_words():
-    from bench.studies.embedding_pairs import centred_unit_rows, pair_cosines
-
-    # Rows 1-3 share an offset of 10 on the first axis: centring removes it.
-    embeddings = np.array([[0.0, 0.0], [11.0, 1.0], [11.0, -1.0], [10.0, 1.0]])
-    rows = centred_unit_rows(embeddings, ordinary=np.array([1, 2, 3]))
-    np.testing.assert_allclose(np.linalg.norm(rows[1:], axis=1), 1.0)
-    ids = {"up": 1, "down": 2, "above": 3}
-    result = pair_cosines(rows, ids, [("up", "down"), ("up", "above"), ("up", "x")])
-    assert result["skipped"] == 1
-    # Centred: up (0.33, 0.67), down (0.33, -1.33), above (-0.67, 0.67).
-    up, down, above = rows[1], rows[2], rows[3]
-    assert result["pairs"]["up/down"] == pytest.approx(float(up @ down))
-    assert up @ down < 0 < up @ above  # opposite after centring, not before
-    assert result["pairs"]["up/above"] == pytest.approx(float(up @ above))
-    assert result["mean"] == pytest.approx((float(up @ down) + float(up @ above)) / 2)
 
 
 def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
