@@ -28,7 +28,7 @@ import time
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "tasks" / "brown_pos"
+DEFAULT_DATA = REPO / "electra_tf" / "assets" / "tasks" / "brown_pos"
 
 
 def parse_args(argv=None):
@@ -43,7 +43,8 @@ def parse_args(argv=None):
     parser.add_argument(
         "--data-dir",
         default=str(DEFAULT_DATA),
-        help="Directory with train.conll and dev.conll (default: shared Brown POS).",
+        help="Directory with train.conll and dev.conll (default: the bundled "
+        "Brown POS excerpt).",
     )
     parser.add_argument("--seeds", default="1,2,3")
     parser.add_argument(

@@ -18,8 +18,8 @@ with a task head, on real text, in a resident worker process of its own:
   (`BertTokenizerFast`, same vocabulary) called in the training loop.
 
 The tasks: `classification` (rt_polarity sentences, as SST-2), `tagging`
-(Brown POS sentences, the first piece of each word labelled) and `qa` (span
-extraction on SQuAD 1.1 windows; the shared data holds no SQuAD, so the
+(Brown POS sentences, the first piece of each word labelled), both read from
+`--task-dir`, and `qa` (span extraction on SQuAD 1.1 windows: the
 questions and contexts of the repository's fixture,
 `tests/fixtures/squad/train-v1.1.json`, repeated; the windows are made once,
 before training, as a run does, on both sides). Every batch is
@@ -71,7 +71,6 @@ TASKS = ("classification", "tagging", "qa")
 IMPLEMENTATIONS = ("ours", "ours_xla", "ours_graph", "transformers")
 PEER = "transformers"
 PADDINGS = ("max_length", "longest")
-SHARED = REPO.parent / "shared" / "data" / "tasks"
 BUNDLED = REPO / "electra_tf" / "assets" / "tasks"
 VOCABULARY = REPO / "electra_tf" / "assets" / "vocab.txt"
 SQUAD_FIXTURE = REPO / "tests" / "fixtures" / "squad"
@@ -98,6 +97,12 @@ def parse_args(argv=None):
         default="auto",
         choices=("auto", "on", "off"),
         help="XLA for `ours`, resolved as fine-tuning's --jit is.",
+    )
+    parser.add_argument(
+        "--task-dir",
+        default=str(BUNDLED),
+        help="Directory holding rt_polarity/ (SST-2 layout) and brown_pos/ "
+        "(CoNLL) (default: the bundled excerpts).",
     )
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--max-seq-length", type=int, default=128)
@@ -134,9 +139,8 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def _data_dir(name):
-    shared = SHARED / name
-    return shared if shared.is_dir() else BUNDLED / name
+def _data_dir(args, name):
+    return pathlib.Path(args.task_dir) / name
 
 
 def _model_config(preset: str, vocabulary, dropout: float):
@@ -255,7 +259,7 @@ class OurTrainer:
 
                 glue_task = get_task("sst2")
                 examples = read_glue_tsv(
-                    glue_task, "train", str(_data_dir("rt_polarity"))
+                    glue_task, "train", str(_data_dir(args, "rt_polarity"))
                 )
                 model = build_classifier(
                     glue_task,
@@ -272,7 +276,7 @@ class OurTrainer:
                     load_tagging_data,
                 )
 
-                directory = _data_dir("brown_pos")
+                directory = _data_dir(args, "brown_pos")
                 data = load_tagging_data(
                     directory / "train.conll", directory / "dev.conll"
                 )
@@ -410,7 +414,7 @@ class PeerTrainer:
             from electra_tf.finetuning.glue_tasks import get_task
 
             examples = read_glue_tsv(
-                get_task("sst2"), "train", str(_data_dir("rt_polarity"))
+                get_task("sst2"), "train", str(_data_dir(args, "rt_polarity"))
             )
             self.texts = list(examples.texts[0])
             self.labels = np.asarray(examples.labels)
@@ -419,7 +423,7 @@ class PeerTrainer:
         elif task == "tagging":
             from electra_tf.finetuning.tagging_run import load_tagging_data
 
-            directory = _data_dir("brown_pos")
+            directory = _data_dir(args, "brown_pos")
             data = load_tagging_data(directory / "train.conll", directory / "dev.conll")
             self.texts = [list(words) for words in data.train.words]
             self.labels = [
@@ -582,6 +586,7 @@ class Worker:
         arguments = ["--worker", name, "--task", task, "--jit", args.jit]
         for flag in (
             "preset",
+            "task_dir",
             "batch_size",
             "max_seq_length",
             "padding",

@@ -25,7 +25,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.rtd_auc", ["--oracles"]),
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
-        ("suite.finetune_throughput", ["--tasks", "--implementations", "--core"]),
+        ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
     ],
 )
@@ -52,6 +52,21 @@ def test_help_lists_the_flags(module, flags):
     for flag in flags:
         assert flag in result.stdout
     assert "heavy: []" in result.stdout
+
+
+def test_default_task_data_is_the_repositorys_own():
+    """No default reads a path of one machine (it was ../shared/data/tasks)."""
+    from bench.studies import tagging_pretrained_vs_random
+    from bench.suite import finetune_throughput
+
+    task_dir = pathlib.Path(finetune_throughput.parse_args([]).task_dir)
+    for data in (
+        pathlib.Path(tagging_pretrained_vs_random.parse_args([]).data_dir),
+        task_dir / "brown_pos",
+    ):
+        assert data.resolve().is_relative_to(REPO.resolve())
+        assert (data / "train.conll").is_file()
+    assert (task_dir / "rt_polarity" / "train.tsv").is_file()
 
 
 def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
