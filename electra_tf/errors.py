@@ -24,10 +24,9 @@ class CorpusError(ElectraError, ValueError):
 
 
 class ConversionError(ElectraError, ValueError):
-    """The error every checkpoint conversion raises when weights do not fit.
+    """Weights that do not fit, raised by every checkpoint conversion.
 
-
-    Weights do not fit: every mismatched, missing or unexpected tensor is listed.
+    Every mismatched, missing or unexpected tensor is listed:
     `str(error)` is the message followed by one problem per line;
     `error.problems` holds the same lines and `error.one_line()` joins them
     for a command line's one-line error.

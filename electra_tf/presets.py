@@ -1,8 +1,9 @@
 """Named sizes from the paper (Table 6 and the released "++" models).
 
-`get_preset(name)` returns the three configs of a run. Batch size and the
-number of steps are properties of a run, so they are recorded here as the
-paper's values (`PRESET_TRAINING`) for the command line to use as defaults.
+`get_preset(name)` returns a `Preset`: the model, pre-training and optimizer
+configs of a run, and the paper's batch size. The batch size and the number of
+steps (`optimizer.total_steps`) are the paper's values, the defaults of the
+command line's `--batch-size` and `--steps`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ seed's best epoch, and writes to `output_dir`:
   `null_odds.json` (the no-answer scores, the official script's
   `--na-prob-file`);
 * `logs/seed_<n>/`: TensorBoard event files;
-* `saved_model/`: a raw-text SavedModel (`question_answerer_export`), with
+* `saved_model/`: a raw-text SavedModel (`export.question_answerer`), with
   the dev-chosen no-answer threshold for 2.0, and `question_answerer.keras`.
 
 The training questions are cut into windows once, before the first epoch
@@ -80,7 +80,7 @@ class QuestionAnsweringConfig(_Config):
     learning_rate: float = 1e-4
     # Layer-wise learning-rate decay: 0.8 (small, base), 0.9 (large).
     layerwise_decay: float = 0.8
-    # The intended layer-wise decay (see `electra_tf.layerwise_decay`).
+    # The intended layer-wise decay (see `finetuning.layerwise_decay`).
     corrected_layerwise_decay: bool = False
     # Fraction of all training steps spent in linear warm-up.
     warmup_fraction: float = 0.1

@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningConfig(_Config):
-    """ELECTRA's GLUE fine-tuning recipe (paper, Appendix; section 8 of the spec)."""
+    """ELECTRA's GLUE fine-tuning recipe (the paper's Appendix, Table 7)."""
 
     # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (see RECIPES).
     learning_rate: float = 1e-4

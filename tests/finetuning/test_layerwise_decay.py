@@ -31,7 +31,8 @@ def classifier():
 
 
 def _expected_depth(path, num_layers, corrected):
-    """The spec's depths, written independently of the module's regexes."""
+    """The original's depths (google-research/electra `_get_layer_lrs`),
+    written independently of the module's regexes."""
     layer = path.split("/")[0]
     if layer in (
         "token_embedding",

@@ -1,4 +1,5 @@
-"""Dynamic masking follows the original rules (spec section 2)."""
+"""Dynamic masking follows the original's rules (google-research/electra
+`pretrain/pretrain_helpers.py` `mask`)."""
 
 import numpy as np
 import tensorflow as tf
