@@ -23,7 +23,11 @@ class ConfigError(ElectraError, ValueError):
 
 
 @dataclasses.dataclass(frozen=True)
-class _Config:
+class Config:
+    """The base of every configuration (ours and fine-tuning's): a frozen
+    dataclass whose `override` rejects unknown keys and wrong types, and that
+    round-trips through a dict and JSON."""
+
     def override(self, **changes: Any) -> Self:
         """Returns a copy with `changes` applied; unknown keys raise `ConfigError`."""
         known = {f.name: f for f in dataclasses.fields(self)}
@@ -70,7 +74,7 @@ EMBEDDING_SHARING = ("tied", "gdes", "none")
 
 
 @dataclasses.dataclass(frozen=True)
-class ModelConfig(_Config):
+class ModelConfig(Config):
     """Architecture of the discriminator encoder and of the generator."""
 
     # Number of WordPiece ids; the token embedding has this many rows.
@@ -213,7 +217,7 @@ SAMPLERS = ("gumbel_max", "inverse_cdf")
 
 
 @dataclasses.dataclass(frozen=True)
-class PretrainingConfig(_Config):
+class PretrainingConfig(Config):
     """The pre-training objective: masking, sampling and loss weights."""
 
     # What the discriminator-sized model (the one kept for fine-tuning) learns:
@@ -326,7 +330,7 @@ def check_model_and_objective(model: ModelConfig, pretraining: PretrainingConfig
 
 
 @dataclasses.dataclass(frozen=True)
-class OptimizerConfig(_Config):
+class OptimizerConfig(Config):
     """Adam with decoupled weight decay and the warm-up x linear-decay schedule."""
 
     # Peak learning rate (never quite reached: warm-up and decay multiply).
@@ -366,7 +370,7 @@ PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
 @dataclasses.dataclass(frozen=True)
-class TrainingConfig(_Config):
+class TrainingConfig(Config):
     """How a pre-training run is driven: steps, batches, devices, files."""
 
     # Directory for checkpoints, TensorBoard logs, metrics and exports.
@@ -443,7 +447,7 @@ def parse_hparams(hparams: str | dict, flag: str = "--hparams") -> dict[str, Any
 
 
 def route_hparams(
-    configs: dict[str, _Config], hparams: dict[str, Any]
+    configs: dict[str, Config], hparams: dict[str, Any]
 ) -> dict[str, dict[str, Any]]:
     """Sorts flat `{name: value}` overrides by the config that has the field.
 
@@ -467,8 +471,8 @@ def route_hparams(
 
 
 def apply_hparams(
-    configs: dict[str, _Config], hparams: dict[str, Any]
-) -> dict[str, _Config]:
+    configs: dict[str, Config], hparams: dict[str, Any]
+) -> dict[str, Config]:
     """`configs` with flat `{name: value}` overrides applied (see `route_hparams`).
 
     Each config is rebuilt once with all of its changes, so values that must

@@ -138,6 +138,27 @@ def test_the_cycle_checks_find_a_cycle():
     assert _first_cycle(modules) is not None
 
 
+# Private names one module still takes from another; issue 31 replaces this
+# one (fine-tuning's outputs written in one place). Do not add to it.
+PRIVATE_IMPORTS_LEFT = {("electra_tf.finetuning.tagging_run", "_write_json")}
+
+
+def test_private_names_stay_in_their_module():
+    crossing = set()
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                "electra_tf"
+            ):
+                crossing.update(
+                    (name, alias.name)
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                )
+    unexpected = sorted(crossing - PRIVATE_IMPORTS_LEFT)
+    assert not unexpected, f"private names imported by another module: {unexpected}"
+
+
 def test_library_imports_of_our_modules_are_at_the_top():
     for path in PACKAGE.rglob("*.py"):
         late = [

@@ -84,8 +84,8 @@ def main():
 
     from electra_tf.data.input_pipeline import make_pretraining_dataset
     from electra_tf.data.tfrecord_writer import (
-        _tokenize_function,
         build_pretraining_data,
+        tokenize_function,
     )
     from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.presets import get_preset
@@ -93,7 +93,7 @@ def main():
 
     vocabulary = Vocabulary.from_file(args.vocab)
     sentences = _sentences(args.corpus)[: args.sentences]
-    ours = _tokenize_function(vocabulary, True, True)
+    ours = tokenize_function(vocabulary, True, True)
     hf = BertWordPieceTokenizer(args.vocab, lowercase=True, strip_accents=True)
     # Both must produce the same tokens, or the comparison means nothing.
     sample = sentences[:2000]

@@ -554,13 +554,13 @@ def _reply(message: dict) -> None:
 
 def worker(args) -> None:
     """Answers `peak`, `warmup` and `steps` lines until `stop` or end of input."""
-    from bench.suite.pretrain_throughput import _tensorflow_peak, _torch_peak
+    from bench.suite.pretrain_throughput import tensorflow_peak, torch_peak
 
     if args.core is not None and args.core >= 0:
         os.sched_setaffinity(0, {args.core})  # before any library starts threads
     _one_thread(args.worker)
     trainer = make_trainer(args.worker, args.task, args)
-    peak = _torch_peak if args.worker == PEER else _tensorflow_peak
+    peak = torch_peak if args.worker == PEER else tensorflow_peak
 
     def commands():
         for line in sys.stdin:

@@ -157,7 +157,9 @@ def _matmul_rates(function, size: int, repeats: int = 10) -> tuple[float, float]
     return flops / best / 1e9, repeats * flops / cpu / 1e9
 
 
-def _tensorflow_peak() -> dict:
+def tensorflow_peak() -> dict:
+    """TensorFlow's best float32 matmul rates here: `gflops` (per second) and
+    `gflops_per_cpu_second`, over `MATMUL_SIZES`."""
     import tensorflow as tf
 
     matmul = tf.function(lambda x: tf.matmul(x, x))
@@ -168,7 +170,8 @@ def _tensorflow_peak() -> dict:
     return _best_rates(rates)
 
 
-def _torch_peak() -> dict:
+def torch_peak() -> dict:
+    """PyTorch's best float32 matmul rates here, as `tensorflow_peak`."""
     import torch
 
     rates = []
@@ -246,10 +249,10 @@ def our_worker(args) -> None:
             wall = time.perf_counter() - self.start[0]
             cpu = time.process_time() - self.start[1]
             _reply(wall=wall, cpu=cpu)
-            if not _wait_for_steps(_tensorflow_peak):
+            if not _wait_for_steps(tensorflow_peak):
                 self.model.stop_training = True
 
-    if not _wait_for_steps(_tensorflow_peak):
+    if not _wait_for_steps(tensorflow_peak):
         return
     pretrainer.fit(
         dataset,
@@ -294,7 +297,7 @@ def peer_worker(args) -> None:
             position += 1
         return time.perf_counter() - start[0], time.process_time() - start[1]
 
-    while _wait_for_steps(_torch_peak):
+    while _wait_for_steps(torch_peak):
         wall, cpu = run_steps()
         _reply(wall=wall, cpu=cpu)
 

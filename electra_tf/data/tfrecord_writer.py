@@ -357,7 +357,7 @@ class _BuildConfig:
 
 
 @functools.lru_cache(maxsize=4)
-def _tokenize_function(vocabulary, lowercase: bool, strip_accents: bool):
+def tokenize_function(vocabulary, lowercase: bool, strip_accents: bool):
     """A traced tokenizer: strings [batch] -> ids, int32 ragged [batch, None].
 
     Cached: building the WordPiece model and tracing cost ~0.3 s, once per
@@ -379,7 +379,7 @@ class _ChunkEncoder:
 
     def __init__(self, config: _BuildConfig):
         self.config = config
-        self._tokenize = _tokenize_function(
+        self._tokenize = tokenize_function(
             config.vocabulary, config.lowercase, config.strip_accents
         )
 

@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
+from electra_tf.config import Config, ConfigError, ModelConfig, parse_hparams
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
@@ -73,7 +73,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
-class QuestionAnsweringConfig(_Config):
+class QuestionAnsweringConfig(Config):
     """ELECTRA's SQuAD recipe (google-research/electra `configure_finetuning`)."""
 
     # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (as for GLUE).

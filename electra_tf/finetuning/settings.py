@@ -13,7 +13,7 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig, _Config, parse_hparams
+from electra_tf.config import Config, ConfigError, ModelConfig, parse_hparams
 from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
 from electra_tf.models.keras_hub_preset import preset_architecture, preset_vocabulary
 from electra_tf.models.text_classifier import POOLINGS
@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
-class FinetuningConfig(_Config):
+class FinetuningConfig(Config):
     """ELECTRA's GLUE fine-tuning recipe (the paper's Appendix, Table 7)."""
 
     # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (see RECIPES).

@@ -14,7 +14,7 @@ from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
-    _as_ragged,
+    as_ragged,
 )
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
@@ -195,7 +195,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         `(words, tags)` batches is used as given.
         """
         if is_in_memory(x) and self.preprocessor is not None:
-            x, y = _as_ragged(x), None if y is None else _as_ragged(y)
+            x, y = as_ragged(x), None if y is None else as_ragged(y)
             if shuffle and not kwargs.get("validation_split"):
                 x = in_memory_dataset(x, y, sample_weight, batch_size, shuffle=True)
                 y = sample_weight = batch_size = None
@@ -211,7 +211,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         if is_in_memory(x) and self.preprocessor is not None:
-            x, y = _as_ragged(x), None if y is None else _as_ragged(y)
+            x, y = as_ragged(x), None if y is None else as_ragged(y)
         return super().evaluate(
             x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
         )
@@ -269,5 +269,5 @@ def _words_or_text(x):
     if isinstance(x, (tf.Tensor, tf.RaggedTensor, np.ndarray)):
         return x
     if x and isinstance(x[0], (list, tuple)):
-        return _as_ragged(x)
+        return as_ragged(x)
     return np.asarray(list(x), dtype=object)

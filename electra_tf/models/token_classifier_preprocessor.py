@@ -218,7 +218,7 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
     def window_labels(self, windows, y):
         """Per-word labels [batch, (words)] -> labels and weights [windows, length]."""
         if not isinstance(y, tf.RaggedTensor):
-            y = _as_ragged(y)
+            y = as_ragged(y)
         if y.dtype == tf.string:
             y = self.tag_ids(y)
         y = tf.cast(y.flat_values, tf.int32)
@@ -282,7 +282,9 @@ def _is_word_lists(x) -> bool:
     return isinstance(x, (list, tuple)) and bool(x) and isinstance(x[0], (list, tuple))
 
 
-def _as_ragged(values):
+def as_ragged(values):
+    """Rows of words or tags (lists, or a dense or ragged tensor) as a ragged
+    tensor [batch, (items)]."""
     if isinstance(values, tf.RaggedTensor):
         return values
     if isinstance(values, tf.Tensor):
@@ -291,7 +293,7 @@ def _as_ragged(values):
 
 
 def _as_ragged_strings(x):
-    x = _as_ragged(x) if not isinstance(x, tf.RaggedTensor) else x
+    x = as_ragged(x) if not isinstance(x, tf.RaggedTensor) else x
     if x.ragged_rank != 1:
         raise ValueError("words must be [batch, (words)]")
     return x
