@@ -6,4 +6,6 @@
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
 * `token_classifier`: a fine-tuned tagger's: text in, words, tags and offsets out.
+* `saved_model`: `save_saved_model`, which every SavedModel above is saved
+  with (TensorFlow's notices about renamed inputs left out).
 """

@@ -12,6 +12,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from electra_tf.export.saved_model import save_saved_model
+
 
 class TextClassifierServing(tf.Module):
     """Signatures:
@@ -127,7 +129,7 @@ def export_text_classifier(
     )
     # The TensorSpec names become the signature's input keys.
     text = serving.serve.get_concrete_function()
-    tf.saved_model.save(
+    return save_saved_model(
         serving,
         export_dir,
         signatures={
@@ -136,4 +138,3 @@ def export_text_classifier(
             "predict_token_ids": serving.predict_token_ids.get_concrete_function(),
         },
     )
-    return export_dir

@@ -9,6 +9,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.saved_model import save_saved_model
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
     ElectraClozeGenerator,
@@ -153,7 +154,7 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
             ),
             sequence_length,
         )
-        tf.saved_model.save(
+        save_saved_model(
             serving,
             paths["saved_model"],
             signatures={

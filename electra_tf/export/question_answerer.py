@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.saved_model import save_saved_model
 from electra_tf.models.span_decoding import answer_text_batch
 
 
@@ -79,7 +80,6 @@ def export_question_answerer(
     """
     serving = QuestionAnswererServing(model, na_threshold=na_threshold)
     answer = serving.answer.get_concrete_function()
-    tf.saved_model.save(
+    return save_saved_model(
         serving, export_dir, signatures={"serving_default": answer, "answer": answer}
     )
-    return export_dir

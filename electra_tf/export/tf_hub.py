@@ -45,6 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.export.saved_model import save_saved_model
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -121,10 +122,9 @@ def export_hub_encoder(encoder, export_dir) -> str:
     for training in (False, True):
         module.__call__.get_concrete_function(spec, training=training)
     export_dir = os.fspath(export_dir)
-    tf.saved_model.save(
+    return save_saved_model(
         module, export_dir, signatures={"serving_default": module.serve}
     )
-    return export_dir
 
 
 class HubPreprocessing(tf.Module):
@@ -202,7 +202,7 @@ def export_hub_preprocessing(
     for count in (1, 2):
         module.bert_pack_inputs.get_concrete_function([ragged] * count, length)
     export_dir = os.fspath(export_dir)
-    tf.saved_model.save(
+    return save_saved_model(
         module,
         export_dir,
         signatures={
@@ -210,7 +210,6 @@ def export_hub_preprocessing(
             "preprocess_text_pair": module.preprocess_text_pair,
         },
     )
-    return export_dir
 
 
 def export_tf_hub(

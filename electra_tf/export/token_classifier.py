@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.saved_model import save_saved_model
+
 
 class TokenClassifierServing(tf.Module):
     """The `tag_text` signature of an `ElectraTokenClassifier` with a preprocessor."""
@@ -62,9 +64,8 @@ def export_token_classifier(tagger, export_dir: str) -> str:
     """Saves `TokenClassifierServing(tagger)` to `export_dir`; returns the path."""
     serving = TokenClassifierServing(tagger)
     signature = serving.tag_text.get_concrete_function()
-    tf.saved_model.save(
+    return save_saved_model(
         serving,
         export_dir,
         signatures={"serving_default": signature, "tag_text": signature},
     )
-    return export_dir
