@@ -1,25 +1,24 @@
 """Fine-tune ELECTRA on a GLUE task or SQuAD: `python finetune/run.py [flags]`.
 
 With no flags, runs the built-in demo: fine-tunes the pre-training demo's
-discriminator (`runs/pretrain/export/discriminator`, written by
-`python pretrain/run.py`) on the movie-review excerpt shipped in
-`electra_tf/assets/tasks/rt_polarity` as task sst2, on the CPU in a few
-minutes. `--pretrained none` trains the same model from random initialisation
-(the no-pre-training baseline).
+discriminator (`runs/pretrain/export/discriminator`, written by `python
+pretrain/run.py`) on the movie-review excerpt shipped in
+`electra_tf/assets/tasks/rt_polarity` as task sst2, on the CPU in a few minutes.
+`--pretrained none` trains the same model from random initialisation (the
+no-pre-training baseline).
 
-On GLUE: `--task mnli --data-dir glue_data` (the official download's layout)
-or `--task mnli --tfds`. On your own files: `--train-file train.csv --dev-file
-dev.csv --text-columns review --label-column stars` (CSV, TSV or JSON Lines;
-classes or scores inferred from the labels, or `--label-type`). Tagging:
-`--task tagging --train-file train.conll --dev-file dev.conll` (CoNLL layout;
-`--tfds`: CoNLL-2003 NER from tensorflow-datasets; neither, the bundled Brown
-POS excerpt). Writes `metrics.json` (per seed
-and epoch, and the median over seeds), TensorBoard logs, predictions of the
-test split (GLUE-server TSVs; MNLI also AX.tsv) and a raw-text SavedModel to
---output-dir.
-
-On SQuAD: `--task squad2 --data-dir squad` (train-v2.0.json and dev-v2.0.json;
-squad1: the v1.1 files) or `--tfds`; writes the official predictions.json too.
+On GLUE: `--task mnli --data-dir glue_data` (the official download's layout) or
+`--task mnli --tfds`. On your own files: `--train-file train.csv --dev-file dev.csv
+--text-columns review --label-column stars` (CSV, TSV or JSON Lines; classes or
+scores inferred from the labels, or `--label-type`). Tagging: `--task tagging
+--train-file train.conll --dev-file dev.conll` (CoNLL layout; `--tfds`: CoNLL-2003
+NER from tensorflow-datasets; neither, the bundled Brown POS excerpt). SQuAD:
+`--task squad2 --data-dir squad` (train-v2.0.json, dev-v2.0.json; squad1: v1.1) or
+`--tfds`. Writes to --output-dir `metrics.json` (per seed and epoch, and the median
+over seeds), TensorBoard logs, test predictions and a raw-text SavedModel. The
+`score` logged and in metrics.json picks the best epoch and seed: the mean of the
+task's dev metrics (GLUE, as its leaderboard; own files), span F1 (tagging with BIO
+tags, else accuracy) or F1 (SQuAD; 2.0: at the best no-answer threshold).
 """
 
 from __future__ import annotations
@@ -115,11 +114,12 @@ def main(args) -> int:
     output_dir, summary = run(FinetuningFlags(**flags))
     median = summary["median"]
     logging.info(
-        "%s dev, median of %d seeds: %s (score %.4f)",
+        "%s dev, median of %d seeds: %s (score %.4f = %s)",
         summary["task"],
         len(summary["seeds"]),
         json.dumps(median["dev"]),
         median["score"],
+        summary["score_definition"],
     )
     logging.info("Metrics, predictions and SavedModel in %s", output_dir)
     return 0

@@ -7,7 +7,9 @@ on dev alone. With a patience, training stops once the dev score has not
 improved for that many epochs (early stopping on dev).
 
 The kinds differ only in how they score dev (`evaluate`): GLUE and own data
-evaluate Keras metrics, tagging scores words, SQuAD answers questions.
+evaluate Keras metrics, tagging scores words, SQuAD answers questions. What
+the score is differs too: each run states it once (`explain_score`) and
+records it in `metrics.json` (`score_definition`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,16 @@ import math
 import keras
 
 logger = logging.getLogger(__name__)
+
+
+def explain_score(name: str, definition: str) -> None:
+    """Logs what the `score` of `name`'s epoch and result lines is, once per
+    run: a mean of metrics is not a number a user can guess."""
+    logger.info(
+        "%s: score = %s; it picks each seed's best epoch and the best seed",
+        name,
+        definition,
+    )
 
 
 class BestEpochSelection(keras.callbacks.Callback):

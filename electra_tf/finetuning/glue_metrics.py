@@ -288,3 +288,15 @@ def task_metrics(task: GlueTask) -> list[keras.metrics.Metric]:
 def task_score(task: GlueTask, results: dict[str, float]) -> float:
     """The task's GLUE score: the mean of its metrics (e.g. MRPC: acc and F1)."""
     return sum(float(results[name]) for name in task.metrics) / len(task.metrics)
+
+
+def task_score_definition(task: GlueTask) -> str:
+    """What `task_score` is, in words, for the log and `metrics.json`.
+
+    >>> from electra_tf.finetuning.glue_tasks import get_task
+    >>> task_score_definition(get_task("mrpc")), task_score_definition(get_task("sst2"))
+    ('the mean of dev accuracy, f1', 'dev accuracy')
+    """
+    if len(task.metrics) == 1:
+        return f"dev {task.metrics[0]}"
+    return f"the mean of dev {', '.join(task.metrics)}"

@@ -39,7 +39,7 @@ from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
-from electra_tf.finetuning.best_epoch import BestEpochSelection
+from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
 from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
@@ -256,6 +256,13 @@ def _score(version: int, results: dict) -> float:
     return results["f1"] if version == 1 else results["best_f1"]
 
 
+def score_definition(version: int) -> str:
+    """`_score` in words, for the log and `metrics.json`."""
+    if version == 1:
+        return "dev f1"
+    return "dev best_f1 (F1 at the best no-answer threshold)"
+
+
 class SquadEvaluation(BestEpochSelection):
     """Answers the dev questions after each epoch; restores the best epoch.
 
@@ -342,8 +349,10 @@ def run_question_answering(
             not (e.is_impossible or e.answer_is_aligned) for e in train
         ),
         "dev_questions": len(dev),
+        "score_definition": score_definition(version),
         "seeds": {},
     }
+    explain_score(summary["task"], summary["score_definition"])
     best_model, best_results = None, None
     for seed in seeds:
         model, results = finetune_seed(

@@ -36,8 +36,12 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.export.classifier import export_text_classifier
-from electra_tf.finetuning.best_epoch import BestEpochSelection
-from electra_tf.finetuning.glue_metrics import task_metrics, task_score
+from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.glue_metrics import (
+    task_metrics,
+    task_score,
+    task_score_definition,
+)
 from electra_tf.finetuning.glue_readers import (
     GlueDataError,
     GlueExamples,
@@ -381,8 +385,10 @@ def run_finetuning(
         "config": config.to_dict(),
         "epochs": epochs_for(task, config),
         "train_examples": len(data.train),
+        "score_definition": task_score_definition(task),
         "seeds": {},
     }
+    explain_score(task.name, summary["score_definition"])
     best_classifier = run_seeds(
         task.name,
         seeds,

@@ -31,7 +31,7 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
-from electra_tf.finetuning.best_epoch import BestEpochSelection
+from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
 from electra_tf.finetuning.run import (
     _write_json,
     make_optimizer,
@@ -146,6 +146,11 @@ def tagging_score(scores: dict[str, float], span_tags: bool) -> float:
     return scores["f1"] if span_tags else scores["accuracy"]
 
 
+def tagging_score_definition(span_tags: bool) -> str:
+    """`tagging_score` in words, for the log and `metrics.json`."""
+    return "dev span f1 (BIO tags)" if span_tags else "dev token accuracy"
+
+
 class TaggingEvaluation(BestEpochSelection):
     """Tags the dev sentences after each epoch; restores the best epoch.
 
@@ -258,8 +263,10 @@ def run_tagging(
         "tags": list(data.tags),
         "span_metrics": data.span_tags,
         "train_sentences": len(data.train),
+        "score_definition": tagging_score_definition(data.span_tags),
         "seeds": {},
     }
+    explain_score("tagging", summary["score_definition"])
     best_tagger = run_seeds(
         "tagging",
         seeds,

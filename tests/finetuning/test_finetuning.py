@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import logging
 import pathlib
 import shutil
 
@@ -209,21 +210,33 @@ def mnli_run(tmp_path_factory):
             vocabulary=Vocabulary(tuple(VOCABULARY)),
         )
 
-    summary = run_finetuning(
-        task,
-        data,
-        make_classifier,
-        config,
-        str(output_dir),
-        seeds=(1, 2),
-        run_info={"pretrained": "none"},
-        verbose=0,
-    )
-    return output_dir, summary
+    # The run's log (caplog is per test; this fixture serves the module).
+    records = []
+    handler = logging.Handler(logging.INFO)
+    handler.emit = records.append
+    logger = logging.getLogger("electra_tf.finetuning")
+    logger.addHandler(handler)
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    try:
+        summary = run_finetuning(
+            task,
+            data,
+            make_classifier,
+            config,
+            str(output_dir),
+            seeds=(1, 2),
+            run_info={"pretrained": "none"},
+            verbose=0,
+        )
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    return output_dir, summary, [record.getMessage() for record in records]
 
 
 def test_run_writes_metrics_per_seed_epoch_and_median(mnli_run):
-    output_dir, summary = mnli_run
+    output_dir, summary, _ = mnli_run
     on_disk = json.loads((output_dir / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
     assert set(on_disk["seeds"]) == {"1", "2"}
@@ -254,8 +267,21 @@ def test_run_writes_metrics_per_seed_epoch_and_median(mnli_run):
         assert {"epoch_accuracy", "epoch_dev_mismatched_accuracy"} <= tags
 
 
+def test_the_run_logs_and_records_what_its_score_is(mnli_run):
+    output_dir, summary, log = mnli_run
+    explanation = (
+        "mnli: score = dev accuracy; it picks each seed's best epoch and the best seed"
+    )
+    assert log.count(explanation) == 1  # once per run, before the epoch lines
+    assert log.index(explanation) < min(
+        i for i, line in enumerate(log) if line.startswith("epoch 1: dev")
+    )
+    on_disk = json.loads((output_dir / "metrics.json").read_text())
+    assert on_disk["score_definition"] == summary["score_definition"] == "dev accuracy"
+
+
 def test_run_writes_glue_submissions(mnli_run):
-    output_dir, _ = mnli_run
+    output_dir, _, _ = mnli_run
     submission = output_dir / "submission"
     assert sorted(p.name for p in submission.iterdir()) == [
         "AX.tsv",
@@ -272,7 +298,7 @@ def test_run_writes_glue_submissions(mnli_run):
 
 
 def test_run_exports_a_raw_text_saved_model(mnli_run):
-    output_dir, _ = mnli_run
+    output_dir, _, _ = mnli_run
     serve = tf.saved_model.load(str(output_dir / "saved_model")).signatures[
         "serving_default"
     ]
@@ -292,7 +318,7 @@ def test_run_exports_a_raw_text_saved_model(mnli_run):
 def test_raw_text_export_is_robust_and_matches_keras(mnli_run):
     """Empty, very long, invalid UTF-8 and non-ASCII text, in one mixed batch,
     give the Keras classifier's probabilities."""
-    output_dir, _ = mnli_run
+    output_dir, _, _ = mnli_run
     serve = tf.saved_model.load(str(output_dir / "saved_model")).signatures[
         "serving_default"
     ]
@@ -344,6 +370,32 @@ def test_cli_demo_needs_the_pretraining_demo(cli, capsys, tmp_path, monkeypatch)
     assert "run `python pretrain/run.py`" in message and "first" in message
     assert "--pretrained none" in message
     assert "--pretrained none" in message
+
+
+def test_cli_result_line_says_what_the_score_is(cli, caplog, monkeypatch):
+    summary = {
+        "task": "mrpc",
+        "seeds": {"1": {}, "2": {}, "3": {}},
+        "median": {"dev": {"dev": {"accuracy": 0.7, "f1": 0.8}}, "score": 0.75},
+        "score_definition": "the mean of dev accuracy, f1",
+    }
+    monkeypatch.setattr(cli, "finetune", lambda flags: ("runs/mrpc", summary))
+    caplog.set_level(logging.INFO)
+    assert cli.main(["--task", "mrpc"]) == 0
+    assert (
+        'mrpc dev, median of 3 seeds: {"dev": {"accuracy": 0.7, "f1": 0.8}} '
+        "(score 0.7500 = the mean of dev accuracy, f1)"
+    ) in caplog.messages
+
+
+def test_cli_help_says_what_the_score_is(cli, capsys):
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "The `score` logged and in metrics.json picks the best epoch and seed" in text
+    )
+    assert "the mean of the task's dev metrics" in text
 
 
 def test_cli_bad_flags(cli, capsys):

@@ -16,8 +16,9 @@ from electra_tf.finetuning.glue_metrics import (
     SpearmanCorrelation,
     task_metrics,
     task_score,
+    task_score_definition,
 )
-from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.glue_tasks import GLUE_TASKS, get_task
 
 
 def _classification(num_classes=2, n=1000, seed=0):
@@ -167,3 +168,17 @@ def test_metrics_run_inside_an_xla_compiled_function():
         sklearn.metrics.f1_score(labels, logits.argmax(-1)),
     ]
     assert results == pytest.approx(expected, abs=1e-5)
+
+
+def test_the_score_definition_names_the_metrics_the_score_averages():
+    for task in GLUE_TASKS.values():
+        definition = task_score_definition(task)
+        results = {name: float(i + 1) for i, name in enumerate(task.metrics)}
+        if len(task.metrics) == 1:
+            assert definition == f"dev {task.metrics[0]}"
+        else:
+            assert definition == f"the mean of dev {', '.join(task.metrics)}"
+            assert task_score(task, results) == sum(results.values()) / len(results)
+    assert (
+        task_score_definition(get_task("stsb")) == "the mean of dev pearson, spearman"
+    )

@@ -67,6 +67,10 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
     assert summary["config"]["doc_stride"] == 32
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["best_seed"] == 1
+    assert metrics["score_definition"] == (
+        "dev best_f1 (F1 at the best no-answer threshold)"
+    )
+    assert metrics["seeds"]["1"]["score"] == metrics["seeds"]["1"]["dev"]["best_f1"]
     questions = len(load_squad_split(2, "train", FIXTURE))
     assert metrics["train_questions"] == questions - 1
     assert metrics["train_questions_misaligned"] == 1

@@ -278,6 +278,7 @@ def test_run_writes_metrics_predictions_and_exports(tagging_run):
     on_disk = json.loads((output_dir / "metrics.json").read_text())
     assert on_disk == json.loads(json.dumps(summary))
     assert on_disk["span_metrics"] is False and "." in on_disk["tags"]
+    assert on_disk["score_definition"] == "dev token accuracy"
     epochs = on_disk["seeds"]["1"]["epochs"]
     assert [e["epoch"] for e in epochs] == [1]
     assert 0.0 < epochs[-1]["dev"]["dev"]["accuracy"] <= 1.0
