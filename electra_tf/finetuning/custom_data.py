@@ -24,6 +24,9 @@ TensorBoard, exports) runs on them unchanged:
   come back as the user's strings; metrics: accuracy, F1 (two classes: of
   the second class) and MCC; scores: Pearson and Spearman.
 
+The test file's predictions (`write_test_predictions`) come back in its own
+format: its rows, every column kept, with a `prediction` column added.
+
 Problems (a missing file or column, an empty split, an empty or null label, a
 dev label train never had, a row with the wrong number of fields, a label that
 is not a number in a regression task, text that is not UTF-8) raise
@@ -56,9 +59,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.glue_readers import GlueDataError, GlueExamples
+from electra_tf.finetuning.glue_readers import GlueDataError, GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import GlueTask
-from electra_tf.finetuning.run import TaskData
 
 # Integer labels with at most this many distinct values are classes ("1".."5"
 # stars); more, or any fraction, make a regression task.
@@ -68,6 +70,11 @@ MAX_INTEGER_CLASSES = 20
 # read as classes; `label_type="classification"` states the other meaning.
 MOSTLY_NUMERIC = 0.9
 LABEL_TYPES = ("auto", "classification", "regression")
+# The column the test file's predictions are written in (GLUE's name for it).
+PREDICTION_COLUMN = "prediction"
+# The predictions file's extension, by the test file's format (a JSON array
+# comes back as JSON Lines).
+_EXTENSIONS = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}
 
 
 logger = logging.getLogger(__name__)
@@ -484,7 +491,60 @@ def load_custom_data(
     test = {}
     if test_file:
         test_texts, _, _ = read_labelled_file(test_file, text_columns, None)
+        _refuse_prediction_column(test_file)
         test[task.name, "test"] = GlueExamples(
             task, "test", test_texts, None, source=os.fspath(test_file)
         )
     return task, TaskData(train=train, dev={"dev": dev}, test=test)
+
+
+def _refuse_prediction_column(path: str) -> None:
+    """`DataFileError` if the test file has a `PREDICTION_COLUMN`, which its
+    predictions file adds (refused before training, not after)."""
+    for line, row in _rows(os.fspath(path), file_format(path)):
+        if PREDICTION_COLUMN in row:
+            raise DataFileError(
+                f"{path}, line {line}: a column named {PREDICTION_COLUMN!r}, which "
+                "the predictions file adds beside your columns; rename it"
+            )
+
+
+def write_test_predictions(
+    examples: GlueExamples, predictions: Sequence[str], output_dir: str
+) -> str:
+    """Writes the test file's rows with their predictions; returns the path.
+
+    `output_dir/test.csv`, `.tsv` or `.jsonl`, in the test file's own format
+    (`examples.source`): every row with all its columns as read (the texts,
+    and ids or anything else the file holds), in file order, plus
+    `PREDICTION_COLUMN` (your label strings; scores as numbers in JSON). So a
+    prediction is read beside its text, with the tool that wrote the file.
+    """
+    source = examples.source
+    kind = file_format(source)
+    rows = list(_rows(source, kind))
+    header = rows.pop(0)[1] if kind != "jsonl" else None
+    if len(rows) != len(predictions):
+        raise ValueError(f"{len(predictions)} predictions for {len(rows)} rows")
+    path = os.path.join(output_dir, "test" + _EXTENSIONS[kind])
+    tf.io.gfile.makedirs(output_dir)
+    out = io.StringIO(newline="")
+    if kind == "jsonl":
+        regression = examples.task.is_regression
+        for (_, row), prediction in zip(rows, predictions):
+            value = float(prediction) if regression else prediction
+            row = {**row, PREDICTION_COLUMN: value}
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        # CSV as read: standard quoting. TSV as read: no quoting, and no
+        # field can hold a tab or a line break (it would have split the row).
+        dialect = {"lineterminator": "\n"}
+        if kind == "tsv":
+            dialect.update(delimiter="\t", quoting=csv.QUOTE_NONE, quotechar=None)
+        writer = csv.writer(out, **dialect)
+        writer.writerow([*header, PREDICTION_COLUMN])
+        for (_, row), prediction in zip(rows, predictions):
+            writer.writerow([*(row[column] for column in header), prediction])
+    with tf.io.gfile.GFile(path, "w") as f:
+        f.write(out.getvalue())
+    return path

@@ -10,6 +10,7 @@
   runs).
 * `GlueExamples.to_dataset()`: a `tf.data.Dataset` of raw strings and label
   ids (or scaled regression targets) for `ElectraTextClassifier.fit`.
+* `TaskData`: the splits of one run (train, dev, test), as `GlueExamples`.
 * `write_submission(...)`: a GLUE-server TSV (`index<TAB>prediction`).
 
 Problems with the data (a missing file or column, a label outside the task's
@@ -133,6 +134,17 @@ class GlueExamples:
 
 def _words_of_element(x, *labels):
     return length_grouping.words_in_text(*(x if isinstance(x, tuple) else (x,)))
+
+
+@dataclasses.dataclass
+class TaskData:
+    """The splits of one run: train, labelled dev splits, unlabelled test splits."""
+
+    train: GlueExamples
+    dev: dict[str, GlueExamples]
+    # (task, split) -> examples: the task's test splits, plus those of the
+    # prediction-only tasks its model predicts (MNLI: AX).
+    test: dict[tuple[str, str], GlueExamples]
 
 
 def task_directory(task: GlueTask, data_dir: str) -> str:

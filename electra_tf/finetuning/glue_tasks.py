@@ -240,6 +240,12 @@ def get_task(name: str) -> GlueTask:
     return GLUE_TASKS[key]
 
 
+def is_glue_task(task: GlueTask) -> bool:
+    """Whether `task` is one of GLUE's, whose test predictions go to the GLUE
+    server; not a `GlueTask` made for your own files (`custom_data`)."""
+    return GLUE_TASKS.get(task.name) == task
+
+
 def tasks_predicted_by(name: str) -> list[GlueTask]:
     """Prediction-only tasks that use `name`'s model (for "mnli": AX)."""
     return [task for task in GLUE_TASKS.values() if task.predicted_by == name]

@@ -13,7 +13,9 @@ each seed's best epoch, and writes to `output_dir`:
   seeds (ELECTRA reports medians);
 * `logs/seed_<n>/`: TensorBoard event files (train and dev metrics);
 * `submission/<Task>.tsv`: GLUE-server predictions of the test splits (MNLI:
-  `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set);
+  `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set); for your
+  own `--test-file`, `predictions/test.<csv|tsv|jsonl>` instead: its rows
+  with their predictions (`predict_test_splits`);
 * `saved_model/`: the classifier as a raw-text SavedModel
   (`electra_tf.export.classifier`) and `classifier.keras`.
 Predictions and exports come from the seed with the best dev score.
@@ -21,7 +23,6 @@ Predictions and exports come from the seed with the best dev score.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -37,6 +38,7 @@ from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.custom_data import write_test_predictions
 from electra_tf.finetuning.glue_metrics import (
     task_metrics,
     task_score,
@@ -45,11 +47,13 @@ from electra_tf.finetuning.glue_metrics import (
 from electra_tf.finetuning.glue_readers import (
     GlueDataError,
     GlueExamples,
+    TaskData,
     glue_split_path,
     load_glue_split,
+    predictions_to_glue,
     write_submission,
 )
-from electra_tf.finetuning.glue_tasks import GlueTask, tasks_predicted_by
+from electra_tf.finetuning.glue_tasks import GlueTask, is_glue_task, tasks_predicted_by
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
 from electra_tf.finetuning.settings import (
     FinetuningConfig,
@@ -194,17 +198,6 @@ class DevEvaluation(BestEpochSelection):
         return dev, task_score(self.task, dev[next(iter(dev))])
 
 
-@dataclasses.dataclass
-class TaskData:
-    """The splits of one run: train, labelled dev splits, unlabelled test splits."""
-
-    train: GlueExamples
-    dev: dict[str, GlueExamples]
-    # (task, split) -> examples: the task's test splits, plus those of the
-    # prediction-only tasks its model predicts (MNLI: AX).
-    test: dict[tuple[str, str], GlueExamples]
-
-
 def load_task_data(
     task: GlueTask, data_dir: str | None = None, use_tfds: bool = False
 ) -> TaskData:
@@ -310,11 +303,24 @@ def predict_test_splits(
     output_dir: str,
     batch_size: int = 128,
 ) -> list[str]:
-    """Writes a GLUE-server TSV for every test split; returns their paths."""
+    """Predicts every test split; returns the paths written.
+
+    A GLUE task's go to `output_dir/submission/` in the GLUE server's format,
+    `index<TAB>prediction`, which is all the server takes. Your own test
+    file has no server to go to and is read by you: it goes to
+    `output_dir/predictions/`, its rows (texts and every other column) with
+    a `prediction` column added (`custom_data.write_test_predictions`).
+    """
     paths = []
     for (_, split), examples in test.items():
         outputs = classifier.predict(examples.to_dataset(batch_size), verbose=0)
-        paths.append(write_submission(examples.task, split, outputs, output_dir))
+        if is_glue_task(examples.task):
+            folder = os.path.join(output_dir, "submission")
+            paths.append(write_submission(examples.task, split, outputs, folder))
+        else:
+            folder = os.path.join(output_dir, "predictions")
+            predictions = predictions_to_glue(examples.task, outputs)
+            paths.append(write_test_predictions(examples, predictions, folder))
     return paths
 
 
@@ -398,12 +404,13 @@ def run_finetuning(
         output_dir,
         summary,
     )
-    summary["submissions"] = predict_test_splits(
-        best_classifier,
-        data.test,
-        os.path.join(output_dir, "submission"),
-        batch_size=config.eval_batch_size,
+    written = predict_test_splits(
+        best_classifier, data.test, output_dir, batch_size=config.eval_batch_size
     )
+    if is_glue_task(task):
+        summary["submissions"] = written
+    elif written:  # your own --test-file
+        (summary["predictions"],) = written
     summary["saved_model"] = export_text_classifier(
         best_classifier,
         os.path.join(output_dir, "saved_model"),

@@ -19,15 +19,11 @@ from electra_tf.finetuning.custom_data import (
     infer_label_type,
     load_custom_data,
     read_labelled_file,
+    write_test_predictions,
 )
-from electra_tf.finetuning.glue_readers import GlueExamples, read_glue_tsv
+from electra_tf.finetuning.glue_readers import GlueExamples, TaskData, read_glue_tsv
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.run import (
-    TaskData,
-    build_classifier,
-    finetune_seed,
-    run_finetuning,
-)
+from electra_tf.finetuning.run import build_classifier, finetune_seed, run_finetuning
 from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE
@@ -221,6 +217,57 @@ def test_the_inferred_labels_are_logged_with_their_counts(tmp_path, caplog):
     assert "2, from 0.5 to 1.5, mean 1" in caplog.text
 
 
+def _predict_test_file(tmp_path, name, text, text_columns=("text",)):
+    """`write_test_predictions` for the test file `name` holding `text`,
+    predicting the first class for every row; returns the file written."""
+    train = write(tmp_path / "train.csv", "text,second,label\na,x,pos\nb,y,neg\n")
+    test = write(tmp_path / name, text)
+    task, data = load_custom_data(train, train, test, text_columns=text_columns)
+    examples = data.test[task.name, "test"]
+    out = tmp_path / "predictions" / name
+    written = write_test_predictions(examples, ["neg"] * len(examples), str(out.parent))
+    return pathlib.Path(written)
+
+
+def test_own_test_predictions_keep_every_column_in_the_files_format(tmp_path):
+    # CSV: standard quoting, so commas, quotes and line breaks in a text survive.
+    text = 'id,text\n7,"good, ""really"""\n8,"two\nlines"\n9,Ünïcode 映画\n'
+    path = _predict_test_file(tmp_path, "test.csv", text)
+    assert path == tmp_path / "predictions" / "test.csv"
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    assert rows == [
+        ["id", "text", "prediction"],
+        ["7", 'good, "really"', "neg"],
+        ["8", "two\nlines", "neg"],
+        ["9", "Ünïcode 映画", "neg"],
+    ]
+    # TSV: no quoting, as read (a quote is text).
+    path = _predict_test_file(
+        tmp_path, "test.tsv", 'text\tsecond\nsay "hi"\tthere\n', ("text", "second")
+    )
+    assert path.read_text() == 'text\tsecond\tprediction\nsay "hi"\tthere\tneg\n'
+    # JSON Lines and a JSON array: JSON Lines, every field kept with its type.
+    rows = [{"text": "good", "id": 1, "meta": {"a": [1]}}, {"text": "映画", "id": 2}]
+    lines = "\n".join(json.dumps(row, ensure_ascii=False) for row in rows) + "\n"
+    for name, text in (("test.jsonl", lines), ("test.json", json.dumps(rows))):
+        path = _predict_test_file(tmp_path, name, text)
+        assert path.name == "test.jsonl"
+        written = [json.loads(line) for line in path.read_text().splitlines()]
+        assert written == [{**row, "prediction": "neg"} for row in rows]
+
+
+def test_a_test_file_with_a_prediction_column_is_refused(tmp_path):
+    train = write(tmp_path / "train.csv", GOOD_TRAIN)
+    test = write(tmp_path / "test.csv", "text,prediction\ngood,pos\n")
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(train, train, test)
+    assert str(error.value) == (
+        f"{test}, line 1: a column named 'prediction', which the predictions file "
+        "adds beside your columns; rename it"
+    )
+
+
 def test_a_json_array_reads_like_json_lines(tmp_path):
     rows = [{"text": "good", "label": "pos"}, {"text": "bad", "label": "neg"}]
     array = write(tmp_path / "train.json", json.dumps(rows, indent=1))
@@ -320,9 +367,15 @@ def test_custom_path_gives_the_sst2_dev_accuracy(rt_polarity_runs):
 
 def test_custom_run_predicts_and_exports_the_users_labels(rt_polarity_runs):
     run_dir, _, summary = rt_polarity_runs
-    rows = (run_dir / "submission" / "test.tsv").read_text().splitlines()
-    assert rows[0] == "index\tprediction" and len(rows) == 5
-    assert {row.split("\t")[1] for row in rows[1:]} <= {"neg", "pos"}
+    # Not a GLUE task: no GLUE-server submission, but the test file's rows
+    # (its texts and labels) with a prediction each, as CSV like the file.
+    assert not (run_dir / "submission").exists()
+    assert summary["predictions"] == str(run_dir / "predictions" / "test.csv")
+    with open(summary["predictions"], newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    texts, _ = _rt_slice("train", 4)
+    assert [row["review"] for row in rows] == list(texts)
+    assert {row["prediction"] for row in rows} <= {"neg", "pos"}
     serve = tf.saved_model.load(str(run_dir / "saved_model")).signatures[
         "serving_default"
     ]
