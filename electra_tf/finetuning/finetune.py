@@ -29,6 +29,7 @@ from electra_tf.finetuning.settings import (
     refuse_flags_that_do_not_apply,
     refuse_train_examples,
     resolve_finetuning_config,
+    settings_that_apply,
 )
 from electra_tf.finetuning.tagging_data import TFDS_TAGGING
 from electra_tf.finetuning.tagging_run import (
@@ -139,7 +140,9 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
             f"reinit_layers is {config.reinit_layers}, but {pretrained} has "
             f"{architecture['num_layers']} transformer layers"
         )
-    logger.info("%s recipe for %s: %s", size, name, config.to_dict())
+    logger.info(
+        "%s recipe for %s: %s", size, name, settings_that_apply(config, tagging)
+    )
     output_dir = flags.output_dir or os.path.join("runs", "finetune", name)
     check_output_dir(output_dir, flags.overwrite)
     run_info = {"pretrained": pretrained or "none", "data": data_source, "recipe": size}

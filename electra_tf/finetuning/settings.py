@@ -116,6 +116,23 @@ class FinetuningConfig(Config):
             )
 
 
+# FinetuningConfig fields that only classification and regression read: the
+# head's pooling and pairs trained both ways round. A tagging run neither
+# logs nor records them, and refuses them in --hparams.
+CLASSIFICATION_ONLY_SETTINGS = ("pooling", "swap_pairs")
+
+
+def settings_that_apply(config: FinetuningConfig, tagging: bool) -> dict:
+    """`config` as a dict, without the fields a tagging run does not read
+    (`CLASSIFICATION_ONLY_SETTINGS`) when `tagging`: what the run logs and
+    writes to `metrics.json`, so neither shows a setting that did nothing."""
+    settings = config.to_dict()
+    if tagging:
+        for name in CLASSIFICATION_ONLY_SETTINGS:
+            del settings[name]
+    return settings
+
+
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
 # tests) is not in the paper; its rate was chosen on the demo task (2,000
 # rt_polarity sentences, 3 epochs = 189 updates, median dev accuracy of 3
@@ -346,12 +363,22 @@ def resolve_finetuning_config(
 
     The recipe of the paper size closest to `hidden_dim`, then the flags
     (`flag_overrides`), then `jit_compile` (`--jit` resolved), then
-    `--hparams` (unknown keys raise `ConfigError`).
+    `--hparams` (unknown keys raise `ConfigError`, and so do
+    `CLASSIFICATION_ONLY_SETTINGS` with `--task tagging`, which would ignore
+    them).
     """
     size, recipe = recipe_for_width(hidden_dim)
+    hparams = parse_hparams(flags.hparams)
+    if (flags.task or "").lower() == "tagging":
+        for name in CLASSIFICATION_ONLY_SETTINGS:
+            if name in hparams:
+                raise ConfigError(
+                    f"--hparams {name} does not apply to --task tagging (it is "
+                    "for classification and regression)"
+                )
     changes = {
         **flag_overrides(flags),
         "jit_compile": jit_compile,
-        **parse_hparams(flags.hparams),
+        **hparams,
     }
     return size, recipe.override(**changes)

@@ -38,7 +38,7 @@ from electra_tf.finetuning.run import (
     random_encoder,
     run_seeds,
 )
-from electra_tf.finetuning.settings import FinetuningConfig
+from electra_tf.finetuning.settings import FinetuningConfig, settings_that_apply
 from electra_tf.finetuning.tagging_data import (
     TFDS_TAGGING,
     TaggedSentences,
@@ -258,7 +258,7 @@ def run_tagging(
     summary = {
         "task": "tagging",
         **(run_info or {}),
-        "config": config.to_dict(),
+        "config": settings_that_apply(config, tagging=True),
         "epochs": config.epochs or DEFAULT_EPOCHS,
         "tags": list(data.tags),
         "span_metrics": data.span_tags,

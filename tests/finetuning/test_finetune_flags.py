@@ -2,11 +2,13 @@
 status 2) before anything is trained or written, and a previous run in
 `--output-dir` is kept unless `--overwrite`. No model is built here."""
 
+import dataclasses
 import json
 import pathlib
 
 import pytest
 
+import electra_tf.finetuning.finetune
 from electra_tf.cli.finetune import main, parse_args
 from electra_tf.config import ConfigError
 from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
@@ -15,6 +17,7 @@ from electra_tf.finetuning.settings import (
     check_output_dir,
     flag_overrides,
     resolve_finetuning_config,
+    settings_that_apply,
 )
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -78,6 +81,11 @@ def _error(capsys, argv):
             [*TAGGING, "--tfds", "--train-file", "t.conll", "--dev-file", "d.conll"],
             "--task tagging: --tfds or your own files, choose one",
         ),
+        (
+            [*TAGGING, "--hparams", '{"pooling": "mean"}'],
+            "--hparams pooling does not apply to --task tagging (it is for "
+            "classification and regression)",
+        ),
     ],
     ids=[
         "max-seq-length-2-tagging",
@@ -92,6 +100,7 @@ def _error(capsys, argv):
         "test-file-glue",
         "data-dir-tagging",
         "tfds-and-files-tagging",
+        "hparams-pooling-tagging",
     ],
 )
 def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
@@ -129,6 +138,53 @@ def test_overwrite_deletes_the_previous_runs_tensorboard_logs(tmp_path):
     assert not (tmp_path / "logs").exists()
     assert (tmp_path / "metrics.json").read_bytes() == files[tmp_path / "metrics.json"]
     check_output_dir(str(tmp_path / "new"), overwrite=False)  # nothing there
+
+
+def _logged_recipe(flags, caplog, monkeypatch):
+    """The recipe line `finetune(flags)` logs, and the config the run gets
+    (the run itself stubbed: no model is built)."""
+    given = {}
+
+    def run_tagging(data, make_tagger, config, *args, **kwargs):
+        given["config"] = config
+        return {}
+
+    def run_finetuning(task, data, make_classifier, config, *args, **kwargs):
+        given["config"] = config
+        return {}
+
+    module = electra_tf.finetuning.finetune
+    monkeypatch.setattr(module, "run_tagging", run_tagging)
+    monkeypatch.setattr(module, "run_finetuning", run_finetuning)
+    caplog.set_level("INFO", logger=module.__name__)
+    module.finetune(flags)
+    (line,) = [m for m in caplog.messages if " recipe for " in m]
+    caplog.clear()
+    return line, given["config"]
+
+
+def test_the_tagging_log_shows_only_settings_that_apply_to_tagging(
+    caplog, monkeypatch, tmp_path
+):
+    flags = FinetuningFlags(task="tagging", pretrained="none", max_seq_length=64)
+    line, config = _logged_recipe(
+        dataclasses.replace(flags, output_dir=str(tmp_path / "tagging")),
+        caplog,
+        monkeypatch,
+    )
+    assert line.startswith("tiny recipe for tagging: {")
+    assert "'max_seq_length': 64" in line and "'reinit_layers': 0" in line
+    for name in ("pooling", "swap_pairs"):
+        assert f"'{name}'" not in line
+        assert name not in settings_that_apply(config, tagging=True)
+    # A classification run reads them, and shows them.
+    line, _ = _logged_recipe(
+        FinetuningFlags(data_dir=GLUE[-1], pretrained="none", output_dir=str(tmp_path)),
+        caplog,
+        monkeypatch,
+    )
+    assert line.startswith("tiny recipe for sst2: {")
+    assert "'pooling': 'cls'" in line and "'swap_pairs': True" in line
 
 
 def test_max_seq_length_flag_reaches_every_config():

@@ -279,6 +279,9 @@ def test_run_writes_metrics_predictions_and_exports(tagging_run):
     assert on_disk == json.loads(json.dumps(summary))
     assert on_disk["span_metrics"] is False and "." in on_disk["tags"]
     assert on_disk["score_definition"] == "dev token accuracy"
+    # Only the settings tagging reads (no classification head's pooling).
+    assert "pooling" not in on_disk["config"] and "swap_pairs" not in on_disk["config"]
+    assert on_disk["config"]["max_seq_length"] == SEQUENCE_LENGTH
     epochs = on_disk["seeds"]["1"]["epochs"]
     assert [e["epoch"] for e in epochs] == [1]
     assert 0.0 < epochs[-1]["dev"]["dev"]["accuracy"] <= 1.0
