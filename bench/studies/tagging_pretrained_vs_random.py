@@ -1,8 +1,10 @@
-"""Brown POS dev token accuracy: a pre-trained encoder against the same encoder
-with no pre-training, several fine-tuning seeds each.
+"""Dev token accuracy on CoNLL tagging files (Brown POS in BENCHMARKS.md): a
+pre-trained encoder against the same encoder with no pre-training, several
+fine-tuning seeds each.
 
     python -m bench.studies.tagging_pretrained_vs_random \
-        --pretrained runs/pretrain/export/discriminator --seeds 1,2,3
+        --pretrained runs/pretrain/export/discriminator --data-dir my_tags \
+        --seeds 1,2,3
 
 Both arms load the same keras-hub preset (`--pretrained`, e.g. the
 pre-training demo's export); the "random" arm keeps its architecture and
