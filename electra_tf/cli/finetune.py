@@ -51,8 +51,8 @@ def parse_args(argv=None):
     add("--pretrained", default=DEMO_PRETRAINED, help="A keras-hub ELECTRA preset: "
         f"the directory pre-training exports (default: {DEMO_PRETRAINED}) or a "
         "keras-hub preset name; 'none' for random initialisation.")
-    files = parser.add_argument_group(
-        "your own data (--train-file): CSV, TSV or JSON Lines; CoNLL for tagging")
+    files = parser.add_argument_group("your own data (--train-file): CSV, TSV, "
+        "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging")
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
     files.add_argument("--test-file", help="Unlabelled examples to predict (optional).")
@@ -89,9 +89,9 @@ def parse_args(argv=None):
     add("--max-seq-length", type=int, help="Tokens per example (SQuAD: window), "
         "at least 8; longer inputs are truncated (tagging, SQuAD: windowed). "
         "Default: 128; SQuAD: 512, or the encoder's length if shorter.")
-    add("--hparams", default="{}", help="JSON object of FinetuningConfig "
-        'overrides, e.g. \'{"warmup_fraction": 0.05, "corrected_layerwise_decay": '
-        "true}'. Unknown keys are an error.")
+    add("--hparams", default="{}", help="JSON object of recipe fields: "
+        'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD, '
+        "QuestionAnsweringConfig's (e.g. doc_stride). Unknown keys are an error.")
     add = parser.add_argument_group(
         "random initialisation (--pretrained none)").add_argument
     add("--preset", default="tiny", help="Model size to build (default: tiny), "

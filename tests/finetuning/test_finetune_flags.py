@@ -13,6 +13,7 @@ from electra_tf.cli.finetune import main, parse_args
 from electra_tf.config import ConfigError
 from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
 from electra_tf.finetuning.settings import (
+    FinetuningConfig,
     FinetuningFlags,
     check_output_dir,
     flag_overrides,
@@ -209,6 +210,22 @@ def test_help_names_max_seq_length_and_overwrite(capsys):
     assert "is refused unless --overwrite" in text
     assert "--overwrite Replace a previous run in --output-dir" in text
     assert "--epochs EPOCHS >= 1;" in text
+
+
+def test_help_says_which_keys_hparams_takes_and_how_json_files_are_read(capsys):
+    with pytest.raises(SystemExit):
+        parse_args(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--hparams HPARAMS JSON object of recipe fields: FinetuningConfig's (e.g. "
+        "'{\"warmup_fraction\": 0.05}'); for SQuAD, QuestionAnsweringConfig's (e.g. "
+        "doc_stride). Unknown keys are an error."
+    ) in text
+    assert "JSON Lines (.jsonl; .json: lines or one array)" in text
+    # The keys named there are the configs' own.
+    assert "warmup_fraction" in {f.name for f in dataclasses.fields(FinetuningConfig)}
+    assert "doc_stride" in {f.name for f in dataclasses.fields(QuestionAnsweringConfig)}
+    assert "doc_stride" not in {f.name for f in dataclasses.fields(FinetuningConfig)}
 
 
 @pytest.mark.parametrize("task", ["sst2", "squad1"])
