@@ -8,6 +8,7 @@ import doctest
 import json
 
 import pytest
+import tensorflow_datasets as tfds
 
 import electra_tf.cli.build_data
 import electra_tf.cli.pretrain
@@ -17,8 +18,6 @@ from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.tfds_corpus import TfdsCorpus
 from electra_tf.data.vocabulary import BUNDLED_VOCABULARY
 from electra_tf.pretraining.settings import PretrainingFlags
-
-tfds = pytest.importorskip("tensorflow_datasets")
 
 IMDB = "tfds:imdb_reviews/plain_text:unsupervised"
 DOCUMENTS = 6

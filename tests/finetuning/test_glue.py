@@ -332,7 +332,7 @@ def test_predictions_and_submission_files(tmp_path):
 def test_tfds_loader_on_mock_data():
     """The tfds path through `tfds.testing.mock_data` (random examples, no
     download): features, label ids and unlabelled test splits."""
-    tfds = pytest.importorskip("tensorflow_datasets")
+    import tensorflow_datasets as tfds  # a dependency: missing is a failure
     with tfds.testing.mock_data(num_examples=5):
         mnli = get_task("mnli")
         dev = load_tfds_split(mnli, "dev_mismatched")

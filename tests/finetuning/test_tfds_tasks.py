@@ -9,15 +9,14 @@ consistent examples (one tag per word, answers found in their context), which
 
 import numpy as np
 import pytest
+import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from electra_tf.finetuning.glue_readers import load_tfds_split
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.squad_data import load_tfds_squad
 from electra_tf.finetuning.tagging_data import TaggingDataError, load_tfds_tagging
 from electra_tf.finetuning.tagging_run import load_tfds_tagging_data
-
-tfds = pytest.importorskip("tensorflow_datasets")
-tf = pytest.importorskip("tensorflow")
 
 NER = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 CONLL = [
