@@ -1,8 +1,12 @@
-"""Electric's noise model: a two-tower cloze model over the unmasked input."""
+"""Electric's noise model: a two-tower cloze model over the unmasked input, and the
+noise correction it gives the discriminator's logit."""
 
 from __future__ import annotations
 
+import math
+
 import keras
+import tensorflow as tf
 from keras import ops
 
 from electra_tf.models.encoder import standalone_encoder
@@ -84,3 +88,24 @@ def standalone_cloze_generator(generator: ElectraClozeGenerator):
     # The head's own weights (its output table is the left tower's, copied).
     copy.mlm_head.set_weights(generator.mlm_head.get_weights())
     return copy
+
+
+def electric_correction(cloze_logits, token_ids, mask_prob):
+    """Electric's noise term of the discriminator's logit, float32 [B, L].
+
+    `stop_gradient(log q(x_t | context)) + log(p / (1 - p))`, with q the
+    cloze model's softmax at t evaluated at the token present `token_ids`
+    [B, L] and p the mask probability: added to the discriminator's
+    per-token output, it makes the sigmoid the posterior that x_t is noise,
+    so ELECTRA's negative sampling becomes noise-contrastive estimation.
+
+    Args:
+        cloze_logits: float [B, L, V].
+        token_ids: int32 [B, L], the tokens the discriminator read.
+        mask_prob: p.
+    """
+    cloze_logits = tf.stop_gradient(tf.cast(cloze_logits, tf.float32))
+    log_q = tf.gather(cloze_logits, token_ids, batch_dims=2) - tf.reduce_logsumexp(
+        cloze_logits, axis=-1
+    )
+    return log_q + math.log(mask_prob / (1.0 - mask_prob))

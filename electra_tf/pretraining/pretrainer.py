@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import keras
 import tensorflow as tf
 
@@ -19,7 +17,10 @@ from electra_tf.models.all_tokens_mlm import (
     copy_mixture_log_likelihood,
     copy_mixture_prediction,
 )
-from electra_tf.models.cloze_generator import ElectraClozeGenerator
+from electra_tf.models.cloze_generator import (
+    ElectraClozeGenerator,
+    electric_correction,
+)
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
@@ -94,27 +95,6 @@ def _masked_mean_cross_entropy(masked, logits):
         masked.target_ids, logits, from_logits=True
     )
     return _global_mean(per_slot, masked.weights)
-
-
-def electric_correction(cloze_logits, token_ids, mask_prob):
-    """Electric's noise term of the discriminator's logit, float32 [B, L].
-
-    `stop_gradient(log q(x_t | context)) + log(p / (1 - p))`, with q the
-    cloze model's softmax at t evaluated at the token present `token_ids`
-    [B, L] and p the mask probability: added to the discriminator's
-    per-token output, it makes the sigmoid the posterior that x_t is noise,
-    so ELECTRA's negative sampling becomes noise-contrastive estimation.
-
-    Args:
-        cloze_logits: float [B, L, V].
-        token_ids: int32 [B, L], the tokens the discriminator read.
-        mask_prob: p.
-    """
-    cloze_logits = tf.stop_gradient(tf.cast(cloze_logits, tf.float32))
-    log_q = tf.gather(cloze_logits, token_ids, batch_dims=2) - tf.reduce_logsumexp(
-        cloze_logits, axis=-1
-    )
-    return log_q + math.log(mask_prob / (1.0 - mask_prob))
 
 
 def _update_accuracy(tracker, logits, target_ids, weights):
