@@ -122,13 +122,8 @@ def iter_documents(path) -> Iterator[list[str]]:
             path = TfdsCorpus.parse(path)
         yield from path.iter_documents()
         return
-    path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise CorpusError(f"corpus file not found: {path}")
-    if tf.io.gfile.isdir(path):
-        raise CorpusError(f"corpus path is a directory, not a file: {path}")
     document: list[str] = []
-    for line in _iter_lines(path):
+    for line in iter_lines(path):
         line = line.strip()
         if line:
             document.append(line)
@@ -144,8 +139,23 @@ def read_documents(path: str | os.PathLike) -> list[list[str]]:
     return list(iter_documents(path))
 
 
-def _iter_lines(path: str) -> Iterator[str]:
-    """The decoded lines of `path`, without their "\\n"."""
+def iter_lines(path, kind: str = "corpus") -> Iterator[str]:
+    """The decoded lines of one text file, without their "\\n" (a "\\r" stays).
+
+    UTF-8, plain or `.gz`, local or any `tf.io.gfile` path, streamed; a
+    leading byte-order mark is dropped. Only "\\n" ends a line: text may hold
+    other Unicode line separators, on which `str.splitlines` would split it.
+
+    Raises:
+        CorpusError: naming the file and `kind` (what the file is to the
+            caller): it is missing, a directory, not valid gzip, binary or
+            not UTF-8 (with the byte offset).
+    """
+    path = os.fspath(path)
+    if not tf.io.gfile.exists(path):
+        raise CorpusError(f"{kind} file not found: {path}")
+    if tf.io.gfile.isdir(path):
+        raise CorpusError(f"{kind} path is a directory, not a file: {path}")
     offset = 0  # of `pending` in the (decompressed) byte stream
     pending = b""
     for block in _iter_blocks(path):
