@@ -14,10 +14,11 @@
 * the exports' and checkpoints' loaders: `load_generator`,
   `load_pretraining_checkpoint`, `load_hf_pretrainer`, `load_tf1_pretrainer`,
   `load_keras_hub_preset`;
+* scoring: `SentenceScorer` (pseudo-log-likelihoods of raw sentences);
 * `ElectraError`, the base of every error a user can cause.
 
 The folders hold the rest: `models/`, `pretraining/`, `finetuning/`, `data/`,
-`export/`, `conversion/`, `optimization/`.
+`export/`, `conversion/`, `optimization/`, `scoring/`.
 """
 
 import os
@@ -69,6 +70,7 @@ from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.pretraining.run import pretrain, run_pretraining
 from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
+from electra_tf.scoring.sentence_scorer import SentenceScorer
 
 __all__ = [
     "ElectraAllTokensMLM",
@@ -85,6 +87,7 @@ __all__ = [
     "OptimizerConfig",
     "PretrainingConfig",
     "PretrainingFlags",
+    "SentenceScorer",
     "TrainingConfig",
     "Vocabulary",
     "finetune_squad",

@@ -1,0 +1,8 @@
+"""Scoring sentences with a pre-trained model.
+
+* `pseudo_log_likelihood`: per-token log p(x_t | the other tokens) from an
+  Electric discriminator (one pass), a masked-language model (one pass per
+  token, batched) or Electric's cloze model (one pass).
+* `sentence_scorer`: `SentenceScorer`, raw sentences in, one score each out
+  (the `sentence_scorer` SavedModel of a pre-training run's export).
+"""
