@@ -1,7 +1,7 @@
 """Exports of trained models.
 
 * `pretrained`: what a pre-training run exports (keras-hub preset, `.keras`
-  files, serving SavedModel) and `load_generator`.
+  files, serving and sentence-scoring SavedModels) and `load_generator`.
 * `tf_hub`: the encoder and its text preprocessing, TF-Hub style.
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.

@@ -13,12 +13,14 @@ from electra_tf.export.saved_model import save_saved_model
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
     ElectraClozeGenerator,
+    electric_correction,
     standalone_cloze_generator,
 )
 from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.generator import standalone_generator
 from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 from electra_tf.models.tower import ENCODER_INPUTS, standalone_tower
+from electra_tf.scoring.sentence_scorer import SentenceScorer
 
 
 class DiscriminatorServing(tf.Module):
@@ -37,11 +39,36 @@ class DiscriminatorServing(tf.Module):
         the same for `[CLS] text [SEP] text_pair [SEP]` (segment ids 0, 1),
         truncated round-robin: the longer text loses tokens first.
     Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
+
+    Electric (`electric_mask_prob` set): the discriminator's own logit is an
+    energy, not the logit of "replaced"; `replaced_probability` is the
+    sigmoid of it plus the noise correction the discriminator was trained
+    with (`electric_correction`: log q of the token under `cloze_generator`,
+    or of a uniform q with the uniform generator, plus log(p / (1 - p))), the
+    probability that the token is a sample the cloze model put in a slot
+    masked with probability p.
+
+    Args:
+        discriminator: the RTD model (`ElectraDiscriminator`).
+        tokenizer: a `keras_hub.models.ElectraTokenizer`.
+        sequence_length: the packed length of the text signatures.
+        cloze_generator: Electric's trained `ElectraClozeGenerator`, or None.
+        electric_mask_prob: Electric's mask probability p; None for the
+            other objectives (no correction).
     """
 
-    def __init__(self, discriminator, tokenizer, sequence_length):
+    def __init__(
+        self,
+        discriminator,
+        tokenizer,
+        sequence_length,
+        cloze_generator=None,
+        electric_mask_prob=None,
+    ):
         super().__init__()
         self.discriminator = discriminator
+        self.cloze_generator = cloze_generator
+        self.electric_mask_prob = electric_mask_prob
         self.tokenizer = tokenizer
         self.packer = keras_hub.layers.MultiSegmentPacker(
             sequence_length=sequence_length,
@@ -52,6 +79,17 @@ class DiscriminatorServing(tf.Module):
 
     def _outputs(self, inputs):
         logits = self.discriminator(inputs, training=False)
+        if self.electric_mask_prob is not None:
+            if self.cloze_generator is None:  # uniform noise: equal logits
+                vocabulary_size = self.discriminator.encoder.vocabulary_size
+                cloze_logits = tf.zeros(
+                    tf.concat([tf.shape(logits), [vocabulary_size]], 0)
+                )
+            else:
+                cloze_logits = self.cloze_generator(inputs, training=False)
+            logits += electric_correction(
+                cloze_logits, inputs["token_ids"], self.electric_mask_prob
+            )
         encoded = self.discriminator.encoder(inputs, training=False)
         return {
             "replaced_probability": tf.sigmoid(logits),
@@ -122,9 +160,10 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     * `generator.keras`: the generator with its own copy of the embeddings
       (for Electric, the two-tower `ElectraClozeGenerator`);
     * `saved_model/`: the discriminator for serving (see `DiscriminatorServing`;
-      for Electric, `replaced_probability` is the sigmoid of the
-      discriminator's score without the noise correction, which needs the
-      cloze model);
+      for Electric, `replaced_probability` includes the noise correction);
+    * `sentence_scorer/`: raw sentences in, pseudo-log-likelihoods out (a
+      `SentenceScorer`, see `sentence_scoring_method`), when the run trained a
+      model that scores;
     * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
       its text preprocessing as TF-Hub style SavedModels (see
       `electra_tf.export.tf_hub`).
@@ -137,22 +176,30 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
         "generator": os.path.join(export_dir, "generator.keras"),
         "saved_model": os.path.join(export_dir, "saved_model"),
     }
-    sequence_length = pretrainer.pretraining_config.max_seq_length
+    config = pretrainer.pretraining_config
+    sequence_length = config.max_seq_length
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+    )
     discriminator, encoder = exported_discriminator(pretrainer)
     save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
     if discriminator is not None:
         discriminator.save(paths["discriminator"])
     if isinstance(pretrainer.generator, ElectraClozeGenerator):
-        standalone_cloze_generator(pretrainer.generator).save(paths["generator"])
+        generator = standalone_cloze_generator(pretrainer.generator)
     else:
-        standalone_generator(pretrainer.generator).save(paths["generator"])
+        generator = standalone_generator(pretrainer.generator)
+    generator.save(paths["generator"])
+    electric = config.objective == "electric"
     if discriminator is not None:
         serving = DiscriminatorServing(
             discriminator,
-            keras_hub.models.ElectraTokenizer(
-                vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
-            ),
+            tokenizer,
             sequence_length,
+            cloze_generator=(
+                generator if electric and not config.uniform_generator else None
+            ),
+            electric_mask_prob=config.mask_prob if electric else None,
         )
         save_saved_model(
             serving,
@@ -166,6 +213,23 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
                 ),
             },
         )
+    method = sentence_scoring_method(config)
+    if method is not None:
+        scorer = SentenceScorer(
+            discriminator if method == "electric" else generator,
+            tokenizer,
+            sequence_length,
+            method=method,
+        )
+        paths["sentence_scorer"] = os.path.join(export_dir, "sentence_scorer")
+        tf.saved_model.save(
+            scorer,
+            paths["sentence_scorer"],
+            signatures={
+                "serving_default": scorer.score_sentences,
+                "score_sentences": scorer.score_sentences,
+            },
+        )
     hub = export_tf_hub(
         encoder,
         vocabulary,
@@ -174,6 +238,22 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     )
     paths.update({f"hub_{name}": path for name, path in hub.items()})
     return paths
+
+
+def sentence_scoring_method(pretraining_config) -> str | None:
+    """How a run's export scores sentences (`SentenceScorer`'s method), or None.
+
+    Electric's discriminator in one pass; otherwise the pseudo-log-likelihood
+    of the masked-language model the run trained (the `mlm` objective's
+    model, or the generator of the others), one pass per token. A uniform
+    generator is never trained: an ELECTRA-style run with one has nothing
+    that scores.
+    """
+    if pretraining_config.objective == "electric":
+        return "electric"
+    if pretraining_config.uniform_generator:
+        return None
+    return "mlm"
 
 
 def load_generator(path):

@@ -2,10 +2,11 @@
 give the Keras models' outputs, and list their signatures in saved_model_cli.
 
 One module-scoped set of exports (a pre-training export with its TF-Hub
-style encoder and preprocessing, a sentence-pair classifier and a
-regression classifier, all on the bundled BERT vocabulary) is loaded once in
-one subprocess whose cwd is outside the repository, with no PYTHONPATH and
-with `electra_tf`, `keras_hub` and `keras_nlp` made unimportable.
+style encoder and preprocessing and its sentence scorer, a sentence-pair
+classifier and a regression classifier, all on the bundled BERT vocabulary)
+is loaded once in one subprocess whose cwd is outside the repository, with
+no PYTHONPATH and with `electra_tf`, `keras_hub` and `keras_nlp` made
+unimportable.
 """
 
 import json
@@ -29,6 +30,7 @@ from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
+from electra_tf.scoring.sentence_scorer import SentenceScorer
 from tests.helpers import SUBPROCESS_TIMEOUT, randomize_weights
 
 REPO = pathlib.Path(__file__).parents[2]
@@ -82,6 +84,11 @@ for name, outputs in (("single", single), ("pair", pair), ("ids", by_ids)):
 broken = discriminator.signatures["detect_replaced_tokens_text"](
     text=tf.constant([b"\xff\xfe broken \xc3\x28 bytes", b"\x80"]))
 results["discriminator_broken"] = broken["replaced_probability"].numpy()
+
+scorer = tf.saved_model.load(paths["sentence_scorer"])
+scored = scorer.signatures["score_sentences"](text=texts)
+results["scorer_score"] = scored["score"].numpy()
+results["scorer_token_count"] = scored["token_count"].numpy()
 
 classifier = tf.saved_model.load(paths["pair_classifier"])
 served = classifier.signatures["serving_default"](premise=texts, hypothesis=pairs)
@@ -235,6 +242,21 @@ def test_discriminator_text_signatures_match_keras(models, served):
     assert np.ptp(served["discriminator_single_replaced_probability"]) > 0.1
 
 
+def test_sentence_scorer_serves_the_generators_pseudo_log_likelihood(models, served):
+    pretrainer, _, tokenizer, _ = models
+    scorer = SentenceScorer(
+        pretrainer.generator, tokenizer, SEQUENCE_LENGTH, method="mlm"
+    )
+    np.testing.assert_allclose(
+        served["scorer_score"], scorer.score(SENTENCES), atol=1e-4
+    )
+    x = _packed(tokenizer, SENTENCES)
+    np.testing.assert_array_equal(
+        served["scorer_token_count"], x["padding_mask"].sum(1) - 2
+    )
+    assert np.ptp(served["scorer_score"]) > 1.0
+
+
 def test_classifier_text_signatures_match_keras(models, served):
     _, classifiers, _, _ = models
     expected = keras.ops.softmax(
@@ -293,7 +315,13 @@ def _signatures(text):
 
 def test_saved_model_cli_lists_signatures_shapes_and_dtypes(models):
     _, _, _, paths = models
-    names = ("saved_model", "pair_classifier", "hub_encoder", "hub_preprocessing")
+    names = (
+        "saved_model",
+        "sentence_scorer",
+        "pair_classifier",
+        "hub_encoder",
+        "hub_preprocessing",
+    )
     processes = {
         name: subprocess.Popen(
             [str(BIN / "saved_model_cli"), "show", "--dir", str(paths[name]), "--all"],
@@ -332,6 +360,11 @@ def test_saved_model_cli_lists_signatures_shapes_and_dtypes(models):
     ids = discriminator["detect_replaced_tokens_ids"]
     assert ids["inputs"]["padding_mask"] == ("DT_INT32", "(-1, -1)")
     assert ids["outputs"]["pooled_output"] == ("DT_FLOAT", "(-1, 32)")
+
+    scorer = listed["sentence_scorer"]["score_sentences"]
+    assert scorer["inputs"] == {"text": ("DT_STRING", "(-1)")}
+    assert scorer["outputs"]["score"] == ("DT_FLOAT", "(-1)")
+    assert scorer["outputs"]["token_scores"] == ("DT_FLOAT", "(-1, -1)")
 
     classifier = listed["pair_classifier"]
     assert classifier["serving_default"]["inputs"] == {

@@ -1,5 +1,5 @@
 """Sentence scores: each method against its definition computed by hand, raw text
-through the project's tokenizer, and a saved-then-loaded scorer against the Python API.
+through the project's tokenizer, and the exported SavedModels against the Python API.
 
 One tiny Electric pretrainer and one tiny ELECTRA pretrainer (for its
 generator) on a 200-token vocabulary written for the module.
@@ -12,6 +12,8 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.pretrained import export_pretrained
+from electra_tf.models.cloze_generator import electric_correction
 from electra_tf.scoring.pseudo_log_likelihood import (
     cloze_token_scores,
     electric_token_scores,
@@ -226,3 +228,33 @@ def test_a_saved_then_loaded_mlm_scorer_gives_the_python_apis_scores(scorers, tm
     served = loaded.signatures["serving_default"](text=tf.constant(SENTENCES))
     np.testing.assert_allclose(served["score"], expected, atol=1e-4)
     assert np.ptp(expected) > 1.0  # the sentences' scores differ
+
+
+def test_an_electric_runs_export_scores_sentences_and_corrects_its_probabilities(
+    electric, scorers, vocabulary, tmp_path
+):
+    paths = export_pretrained(electric, vocabulary, tmp_path)
+    # The run's scorer is its discriminator's, in one pass.
+    loaded = tf.saved_model.load(paths["sentence_scorer"])
+    expected = scorers["electric"].score(SENTENCES)
+    np.testing.assert_allclose(
+        score_in_batches(loaded.score_sentences, SENTENCES, batch_size=3)["score"],
+        expected,
+        atol=1e-4,
+    )
+    assert np.ptp(expected) > 1.0
+    # The served replaced probability is the noise-corrected one Electric
+    # trains, not the sigmoid of the energy.
+    discriminator = tf.saved_model.load(paths["saved_model"])
+    out = discriminator.signatures["detect_replaced_tokens_text"](
+        text=tf.constant(SENTENCES)
+    )
+    inputs = {k: out[k] for k in ("token_ids", "segment_ids", "padding_mask")}
+    corrected = electric.discriminator(inputs) + electric_correction(
+        electric.generator(inputs), inputs["token_ids"], 0.15
+    )
+    np.testing.assert_allclose(
+        out["replaced_probability"], tf.sigmoid(corrected), atol=1e-5
+    )
+    raw = tf.sigmoid(electric.discriminator(inputs))
+    assert np.abs(out["replaced_probability"] - raw).max() > 0.1
