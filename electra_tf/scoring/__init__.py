@@ -5,4 +5,6 @@
   token, batched) or Electric's cloze model (one pass).
 * `sentence_scorer`: `SentenceScorer`, raw sentences in, one score each out
   (the `sentence_scorer` SavedModel of a pre-training run's export).
+* `sentence_file`: a file of sentences scored by that SavedModel into a TSV
+  (what `pretrain/score.py` runs).
 """

@@ -70,7 +70,13 @@ def test_the_wheel_installs_and_runs_the_demo(tmp_path):
         [python, "-c", "import electra_tf; print(electra_tf.__file__)"], cwd=outside
     )
     assert where.stdout.strip().startswith(site), where.stdout
-    for script in ("electra-build-data", "electra-convert", "electra-finetune"):
+    scripts = (
+        "electra-build-data",
+        "electra-convert",
+        "electra-finetune",
+        "electra-score",
+    )
+    for script in scripts:
         assert "usage:" in _run([venv / "bin" / script, "--help"], outside).stdout
     help_text = _run([venv / "bin" / "electra-pretrain", "--help"], outside).stdout
     assert "--preset" in help_text
@@ -95,3 +101,17 @@ def test_the_wheel_installs_and_runs_the_demo(tmp_path):
     run = outside / "runs" / "pretrain"
     assert (run / "eval_results.json").exists()
     assert (run / "export" / "discriminator.keras").exists()
+    # The demo's export scores a file of sentences.
+    (outside / "sentences.txt").write_text("the jury said\nsaid the jury\n")
+    _run(
+        [
+            venv / "bin" / "electra-score",
+            "--input",
+            "sentences.txt",
+            "--output",
+            "scores.tsv",
+        ],
+        cwd=outside,
+    )
+    rows = (outside / "scores.tsv").read_text().splitlines()
+    assert rows[0] == "score\ttoken_count\tsentence" and len(rows) == 3
