@@ -22,6 +22,15 @@ what it sees, each finding with its likely cause and remedy:
 * `divergence`: the training loss climbed far above its best, or the
   held-out RTD loss is worse than predicting the base rate.
 
+Electric (`objective="electric"`) is read the same way with its own words:
+its labels mark every sampled position as noise, so `replaced_fraction` is
+the sampled fraction whatever the samples are, and the plateau is its
+discriminator's energy doing no better than cancelling the cloze model's
+log q (the noise correction), i.e. using no context beyond what the cloze
+model knows. `generator_too_strong` does not apply to it: a sample equal to
+the original still counts as noise, so no signal is lost, and
+noise-contrastive estimation favours noise close to the data.
+
 `TrainingHealthMonitor` runs it inside `fit`, logs every finding and writes
 the base-rate entropy to TensorBoard as `epoch_rtd_loss` of a run named
 `base_rate`, so it is drawn in the same chart as the training and held-out
@@ -81,6 +90,7 @@ class TrainingHealth:
     def __init__(
         self,
         *,
+        objective: str = "electra",
         plateau_margin: float = 0.05,
         plateau_auc: float = 0.56,
         plateau_evaluations: int = 3,
@@ -116,6 +126,9 @@ class TrainingHealth:
         # Released models end at 0.35-0.67.
         self.strong_generator_accuracy = strong_generator_accuracy
         self.divergence_factor = divergence_factor
+        # The pre-training objective: "electric" words the findings for
+        # noise-contrastive estimation (see the module docstring).
+        self.objective = objective
         self.history: list[tuple[int, dict[str, float]]] = []
         self.findings: list[HealthFinding] = []
         self._plateau_start: int | None = None
@@ -172,11 +185,41 @@ class TrainingHealth:
             return []
         self._plateau_reported = True
         floor = base_rate_loss(metrics["replaced_fraction"])
+        electric = self.objective == "electric"
+        learner = (
+            "the cloze model's accuracy at the masked positions"
+            if electric
+            else "the generator's MLM accuracy"
+        )
         learning = (
-            f"; the generator's MLM accuracy went {first:.3f} -> {last:.3f}"
+            f"; {learner} went {first:.3f} -> {last:.3f}"
             if first is not None and last is not None
             else ""
         )
+        if electric:
+            fraction = "fraction of sampled (noise) positions"
+            cause = (
+                "Likely cause: the discriminator's energy does no better than "
+                "cancel the noise correction (the cloze model's log q): it uses "
+                "no context beyond what the cloze model knows. Remedies: keep "
+                "training (how long Electric stays here was not measured; "
+                "ELECTRA's tiny-preset runs left after 3,000-4,000 steps); for a "
+                "narrow model, initializer_range above BERT's 0.02 (0.1 at 64 "
+                "units) and no dropout, which were measured on ELECTRA's "
+                "discriminator (BENCHMARKS.md, section 13)."
+            )
+        else:
+            fraction = "replaced fraction"
+            cause = (
+                "Likely cause: the generator's samples became plausible (it "
+                "learned word frequencies) before the discriminator learned to "
+                "use context. Remedies: keep training (at the tiny preset the "
+                "longer runs measured left it after 3,000-4,000 steps); a "
+                "narrower generator leaves it sooner (generator_hidden_size "
+                "0.0625 at tiny: after ~1,250 steps); for a narrow model, "
+                "initializer_range above BERT's 0.02 (0.1 at 64 units) and no "
+                "dropout (BENCHMARKS.md, section 13)."
+            )
         return [
             HealthFinding(
                 "base_rate_plateau",
@@ -184,22 +227,17 @@ class TrainingHealth:
                 f"the discriminator is at the base rate for {len(streak)} "
                 f"evaluations (steps {streak[0][0]}-{step}): held-out rtd_loss "
                 f"{metrics['rtd_loss']:.4f} against {floor:.4f} for predicting "
-                f"the replaced fraction {metrics['replaced_fraction']:.3f} "
+                f"the {fraction} {metrics['replaced_fraction']:.3f} "
                 f"everywhere, AUC {metrics.get('rtd_auc', float('nan')):.3f}"
-                f"{learning}. Likely cause: the generator's samples became "
-                "plausible (it learned word frequencies) before the discriminator "
-                "learned to use context. Remedies: keep training (at the tiny "
-                "preset the longer runs measured left it after 3,000-4,000 "
-                "steps); a narrower generator leaves it sooner (generator_hidden_"
-                "size 0.0625 at tiny: after ~1,250 steps); for a narrow model, "
-                "initializer_range above BERT's 0.02 (0.1 at 64 units) and no "
-                "dropout (BENCHMARKS.md, section 13).",
+                f"{learning}. {cause}",
             )
         ]
 
     def _generator(self, step, metrics):
         accuracy = metrics.get("sampled_accuracy")
-        if accuracy is None:
+        # Electric labels a sample equal to the original as noise: a strong
+        # cloze model costs it no labels (see the module docstring).
+        if accuracy is None or self.objective == "electric":
             return []
         if accuracy < self.strong_generator_accuracy:
             self._strong_reported = False

@@ -46,7 +46,7 @@ from electra_tf.pretraining.callbacks import (
 )
 from electra_tf.pretraining.checkpoint import checkpoint_step, restore_weights
 from electra_tf.pretraining.distributed_loop import DistributedLoop
-from electra_tf.pretraining.health import TrainingHealthMonitor
+from electra_tf.pretraining.health import TrainingHealth, TrainingHealthMonitor
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 
@@ -352,7 +352,10 @@ def run_pretraining(
             StepTensorBoard(
                 os.path.join(model_dir, "logs"), update_freq=training.checkpoint_every
             ),
-            TrainingHealthMonitor(os.path.join(model_dir, "logs")),
+            TrainingHealthMonitor(
+                os.path.join(model_dir, "logs"),
+                TrainingHealth(objective=pretraining.objective),
+            ),
             TrainingSummaries(
                 os.path.join(model_dir, "logs", "extra"),
                 global_batch_size=training.batch_size * accumulation,

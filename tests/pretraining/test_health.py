@@ -179,6 +179,29 @@ def test_health_flags_a_strong_generator_and_divergence():
     assert [f.check for f in health.update(400, {"loss": float("nan")})] == []
 
 
+def test_health_words_an_electric_plateau_for_its_noise_and_cloze_model():
+    # An Electric demo run's first 300 steps: on the plateau, read with
+    # Electric's words (every sampled position is noise; the cloze model).
+    health = replay("electric_demo.json", objective="electric")
+    assert [(f.check, f.step) for f in health.findings] == [("base_rate_plateau", 300)]
+    message = health.findings[0].message
+    assert "fraction of sampled (noise) positions 0.141" in message
+    assert "the cloze model's accuracy at the masked positions went 0.068" in message
+    assert "cancel the noise correction" in message
+    assert "replaced fraction" not in message and "generator's" not in message
+    # ELECTRA's words for the same evaluations.
+    electra = replay("electric_demo.json").findings[0].message
+    assert "replaced fraction 0.141" in electra and "cloze" not in electra
+
+
+def test_health_does_not_call_electrics_cloze_model_too_strong():
+    # Electric labels a sample equal to the original as noise: nothing is lost.
+    strong = {"loss": 20.0, "sampled_accuracy": 0.9}
+    assert TrainingHealth(objective="electric").update(100, strong) == []
+    found = TrainingHealth().update(100, strong)
+    assert [f.check for f in found] == ["generator_too_strong"]
+
+
 def test_health_monitor_logs_findings_and_the_base_rate(tmp_path, caplog):
     class Step:
         def __init__(self):
