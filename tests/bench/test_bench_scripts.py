@@ -27,6 +27,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
+        ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
