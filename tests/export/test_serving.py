@@ -10,6 +10,7 @@ unimportable.
 """
 
 import json
+import math
 import os
 import pathlib
 import subprocess
@@ -23,7 +24,7 @@ import pytest
 from electra_tf.config import ModelConfig, PretrainingConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.classifier import export_text_classifier
-from electra_tf.export.pretrained import export_pretrained
+from electra_tf.export.pretrained import DiscriminatorServing, export_pretrained
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.text_classifier_preprocessor import (
@@ -31,7 +32,12 @@ from electra_tf.models.text_classifier_preprocessor import (
 )
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
 from electra_tf.scoring.sentence_scorer import SentenceScorer
-from tests.helpers import SUBPROCESS_TIMEOUT, randomize_weights
+from tests.helpers import (
+    SUBPROCESS_TIMEOUT,
+    make_pretrainer,
+    random_batch,
+    randomize_weights,
+)
 
 REPO = pathlib.Path(__file__).parents[2]
 SEQUENCE_LENGTH = 32
@@ -255,6 +261,29 @@ def test_sentence_scorer_serves_the_generators_pseudo_log_likelihood(models, ser
         served["scorer_token_count"], x["padding_mask"].sum(1) - 2
     )
     assert np.ptp(served["scorer_score"]) > 1.0
+
+
+def test_electric_with_uniform_noise_serves_its_constant_correction(
+    tiny_configs, vocabulary
+):
+    """No cloze model ran: q is uniform, so the correction is -log V + log odds."""
+    model_config, pretraining_config = tiny_configs
+    electric = make_pretrainer(
+        model_config.override(initializer_range=0.2),
+        pretraining_config.override(objective="electric", uniform_generator=True),
+    )
+    serving = DiscriminatorServing(
+        electric.discriminator,
+        vocabulary.tokenizer(),
+        SEQUENCE_LENGTH,
+        electric_mask_prob=0.2,
+    )
+    batch = random_batch(batch_size=2, length=16)
+    served = serving.detect_replaced_tokens_ids(batch)["replaced_probability"]
+    vocabulary_size = model_config.vocabulary_size
+    logits = electric.discriminator(batch).numpy().astype("float64")
+    expected = 1 / (1 + np.exp(-(logits - math.log(vocabulary_size) + math.log(0.25))))
+    np.testing.assert_allclose(served, expected, atol=1e-5)
 
 
 def test_classifier_text_signatures_match_keras(models, served):
