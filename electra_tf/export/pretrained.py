@@ -222,7 +222,7 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
             method=method,
         )
         paths["sentence_scorer"] = os.path.join(export_dir, "sentence_scorer")
-        tf.saved_model.save(
+        save_saved_model(
             scorer,
             paths["sentence_scorer"],
             signatures={
