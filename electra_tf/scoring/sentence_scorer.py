@@ -10,7 +10,6 @@ from electra_tf.errors import ElectraError
 from electra_tf.models.cloze_generator import ElectraClozeGenerator
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.generator import ElectraGenerator
-from electra_tf.pretraining.masking import candidate_mask
 from electra_tf.scoring.pseudo_log_likelihood import (
     cloze_token_scores,
     electric_token_scores,
@@ -96,9 +95,15 @@ class SentenceScorer(tf.Module):
 
     def token_scores(self, inputs):
         """(float32 token scores [B, L], bool scored positions [B, L])."""
-        scored = candidate_mask(
-            inputs["token_ids"], inputs["padding_mask"], self.special_token_ids
+        # The positions pre-training masks: real tokens that are not special
+        # (as `pretraining.masking.candidate_mask`, not imported: a run's
+        # export, which `pretraining` calls, builds this scorer).
+        token_ids = tf.cast(inputs["token_ids"], tf.int32)
+        special = tf.reduce_any(
+            token_ids[..., None] == tf.constant(self.special_token_ids, tf.int32),
+            axis=-1,
         )
+        scored = tf.cast(inputs["padding_mask"], tf.bool) & ~special
         if self.method == "electric":
             scores = electric_token_scores(self.model, inputs)
         elif self.method == "cloze":
