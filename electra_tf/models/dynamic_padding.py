@@ -41,7 +41,8 @@ def trimmed_length(padding_mask: tf.Tensor, few_lengths: bool = False):
     else:
         step = tf.constant(GRAPH_MULTIPLE)
     real = tf.reduce_sum(tf.cast(padding_mask, tf.int32), axis=1)
-    longest = tf.maximum(tf.reduce_max(tf.concat([real, [1]], 0)), 1)
+    # The 1 keeps a length for a batch with no rows (no real sentence).
+    longest = tf.reduce_max(tf.concat([real, [1]], 0))
     return tf.minimum((longest + step - 1) // step * step, packed)
 
 
