@@ -383,6 +383,17 @@ def run_pretraining(
     epochs = training.train_steps // training.checkpoint_every
     initial_epoch = done_updates // training.checkpoint_every
     patterns = ",".join(p for p in (training.train_data, training.eval_data) if p)
+    if done_updates > training.train_steps:
+        # Resuming is idempotent; this is a smaller --train-steps than the
+        # directory's run, and what follows evaluates and exports its weights.
+        logger.warning(
+            "%s is at step %d, past train_steps %d: nothing to train; its "
+            "evaluation and export are of step %d",
+            model_dir,
+            done_updates,
+            training.train_steps,
+            done_updates,
+        )
     if initial_epoch < epochs:
         options = {} if multi_worker else {"shuffle": False}  # the input shuffles
         try:

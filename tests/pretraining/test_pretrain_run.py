@@ -241,6 +241,25 @@ def test_resuming_with_another_model_is_refused_and_changes_nothing(
         np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
+def test_fewer_steps_than_the_run_has_says_it_exports_the_later_step(
+    uninterrupted, tmp_path
+):
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    _, before = _weights(model_dir)
+    result = _run(model_dir, "--steps", "10")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"{model_dir} is at step 30, past train_steps 10: nothing to train" in (
+        result.stderr
+    )
+    path, after = _weights(model_dir)
+    assert path.endswith("ckpt-30")
+    for name, value in before.items():
+        np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
 def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(uninterrupted, tmp_path):
     import shutil
 
