@@ -71,6 +71,7 @@ LABELS = {
     "none": "no pre-training",
 }
 ASSETS = REPO / "electra_tf" / "assets"
+KEPT_RECORD = "kept.json"  # beside a kept encoder: its step, FLOPs and held-out scores
 
 
 @dataclasses.dataclass(frozen=True)
@@ -212,6 +213,13 @@ def parse_args(argv=None):
         "the last gets every --finetune-seeds).",
     )
     finetune.add_argument(
+        "--curve-pretraining-seeds",
+        default="",
+        help="Pre-training seeds whose runs keep and fine-tune the encoders before "
+        "the last (the compute curves); the others keep only their final "
+        "encoder. Default: every --pretraining-seeds.",
+    )
+    finetune.add_argument(
         "--finetune-hparams",
         default='{"max_seq_length": 64, "pooling": "mean"}',
         help="JSON FinetuningConfig overrides on the recipe for the width.",
@@ -300,6 +308,23 @@ class Store:
     def write(self, key: str, record: dict) -> None:
         write_json(self.path(key), record)
 
+    def claim(self, key: str) -> None:
+        """Marks `key` as run by this process, for other schedulers."""
+        (self.directory / f"{key}.running").write_text(str(os.getpid()))
+
+    def release(self, key: str) -> None:
+        (self.directory / f"{key}.running").unlink(missing_ok=True)
+
+    def busy(self, key: str) -> bool:
+        """Whether another live process runs `key` (a second scheduler on the
+        same directory, or a unit left running by one that was stopped)."""
+        try:
+            pid = int((self.directory / f"{key}.running").read_text())
+            os.kill(pid, 0)
+        except (OSError, ValueError):
+            return False
+        return pid != os.getpid()
+
     def all(self) -> dict[str, dict]:
         return {
             p.stem: json.loads(p.read_text()) for p in self.directory.glob("*.json")
@@ -328,7 +353,7 @@ def plan_units(setup: dict) -> list[Unit]:
         for rank, pseed in enumerate(pseeds):
             run = f"pretrain.{name}.p{pseed}"
             units.append(Unit(run, None, (rank, 0, name)))
-            for step in setup["kept_steps"][name]:
+            for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
                 seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for task in setup["tasks"]:
@@ -343,6 +368,15 @@ def plan_units(setup: dict) -> list[Unit]:
     return units
 
 
+def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
+    """The steps at which run `name`, seed `pseed`, keeps its encoder: every
+    planned one on a curve seed, else only the last."""
+    steps = setup["kept_steps"][name]
+    # Studies begun before the flag kept curves on every seed.
+    curves = setup.get("curve_pretraining_seeds", setup["pretraining_seeds"])
+    return steps if pseed in curves else steps[-1:]
+
+
 def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit]:
     """Units not done nor running whose pre-training run is recorded."""
     ready = [
@@ -350,6 +384,7 @@ def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit
         for u in units
         if u.key not in running
         and not store.done(u.key)
+        and not store.busy(u.key)
         and (u.needs is None or store.done(u.needs) or _kept(store, u))
     ]
     return sorted(ready, key=lambda u: u.priority)
@@ -377,9 +412,14 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
     optimizer = configs["optimizer"].override(total_steps=total)
     model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
     kept = {}
-    for step in setup["kept_steps"][name]:
+    for step in kept_steps(setup, name, pseed):
         encoder = f"{name}-p{pseed}-s{step}"
         target = pathlib.Path(args.out_dir) / "encoders" / encoder
+        if (target / KEPT_RECORD).exists():
+            # Kept before the unit was killed: the run has moved past `step`,
+            # and its checkpoints no longer hold that encoder.
+            kept[str(step)] = json.loads((target / KEPT_RECORD).read_text())
+            continue
         training = TrainingConfig(
             model_dir=str(model_dir),
             train_data=data["train"],
@@ -403,17 +443,27 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
             verbose=0,
         )
         keras.backend.clear_session()  # the next segment builds its own model
-        temporary = target.with_name(target.name + ".tmp")
-        shutil.rmtree(temporary, ignore_errors=True)
-        shutil.copytree(model_dir / "export" / "discriminator", temporary)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(temporary, target)
+        if held_out.get("step") != step:
+            # `run_pretraining` exports whatever the run holds; past `step`
+            # that is a later encoder, which must not be kept under this name.
+            raise SystemExit(
+                f"error: {model_dir} is at step {held_out.get('step')}, not {step}, "
+                f"and {target} was not kept; its encoder at step {step} is gone "
+                "(rerun this unit in a new --out-dir)"
+            )
         kept[str(step)] = {
             "encoder": encoder,
             "flops": step * args.batch_size * setup["flops_per_sequence"][name],
             "held_out": held_out,
             "seconds": round(time.perf_counter() - started, 1),
         }
+        temporary = target.with_name(target.name + ".tmp")
+        shutil.rmtree(temporary, ignore_errors=True)
+        shutil.copytree(model_dir / "export" / "discriminator", temporary)
+        # Inside the encoder's directory, so that the two arrive together.
+        write_json(temporary / KEPT_RECORD, kept[str(step)])
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(temporary, target)
         print(f"[{key}] kept {encoder}: {held_out}", flush=True)
     return {
         "variant": name,
@@ -672,6 +722,11 @@ def make_setup(args, data) -> dict:
         "variant_seeds": variant_seeds(args, variants),
         "finetune_seeds": _list(args.finetune_seeds, int, "--finetune-seeds"),
         "curve_seeds": args.curve_seeds,
+        "curve_pretraining_seeds": _list(
+            args.curve_pretraining_seeds or args.pretraining_seeds,
+            int,
+            "--curve-pretraining-seeds",
+        ),
         "flops_per_sequence": per_sequence,
         "executed_flops_per_sequence": executed,
         "total_steps": {name: plan[0] for name, plan in plans.items()},
@@ -707,11 +762,15 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
 
 
 def run_one(args, setup, key, data, store) -> None:
-    if key.startswith("pretrain."):
-        record = pretrain_unit(args, setup, key, data, store)
-    else:
-        record = finetune_unit(args, setup, key, data)
-    store.write(key, {"unit": key, "commit": commit(), **record})
+    store.claim(key)
+    try:
+        if key.startswith("pretrain."):
+            record = pretrain_unit(args, setup, key, data, store)
+        else:
+            record = finetune_unit(args, setup, key, data)
+        store.write(key, {"unit": key, "commit": commit(), **record})
+    finally:
+        store.release(key)
 
 
 def schedule(args, setup, store, launch=None) -> None:
@@ -1105,7 +1164,7 @@ def main(argv=None) -> int:
         print(f"{name}: {total} steps, kept at {setup['kept_steps'][name]}", flush=True)
     if args.jobs == 1:
         for unit in plan_units(setup):
-            if not store.done(unit.key):
+            if not store.done(unit.key) and not store.busy(unit.key):
                 print(f"unit {unit.key}", flush=True)
                 run_one(args, setup, unit.key, data, store)
                 write_report(args, setup, store)

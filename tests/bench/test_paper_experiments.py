@@ -367,3 +367,113 @@ def test_with_two_slots_slot_0_keeps_pretraining_while_others_fine_tune():
     fine_tuning_only = [u for u in ready if u.key.startswith("finetune.")]
     assert study.pick_unit(fine_tuning_only, 0, jobs=2) == fine_tuning_only[0]
     assert study.pick_unit([], 1, jobs=2) is None
+
+
+def test_only_curve_pretraining_seeds_keep_and_fine_tune_early_encoders():
+    setup = _setup(curve_pretraining_seeds=[2])
+    keys = {u.key for u in study.plan_units(setup)}
+    assert "finetune.pos.electra-p2-s50.f1" in keys
+    assert "finetune.pos.electra-p1-s50.f1" not in keys
+    assert {"finetune.pos.electra-p1-s100.f1", "finetune.pos.electra-p1-s100.f2"} < keys
+    assert study.kept_steps(setup, "mlm", 1) == [140]
+    assert study.kept_steps(setup, "mlm", 2) == [70, 140]
+    # A setup from before the flag keeps curves on every seed.
+    assert study.kept_steps(_setup(), "mlm", 1) == [70, 140]
+
+
+class _Killed(Exception):
+    pass
+
+
+def _stub_pretraining(monkeypatch, tmp_path, kill_at=None):
+    """`run_pretraining` as a run directory that remembers its step, exports
+    the weights it holds (here: the step as text) and can be killed."""
+    from electra_tf.pretraining import run as pretraining_run
+
+    state = {"step": 0, "kill_at": kill_at}
+
+    def run_pretraining(model, pretraining, optimizer, training, *a, **k):
+        if state["kill_at"] is not None and training.train_steps > state["kill_at"]:
+            state["step"], state["kill_at"] = state["kill_at"], None
+            raise _Killed
+        state["step"] = max(state["step"], training.train_steps)
+        export = pathlib.Path(training.model_dir) / "export" / "discriminator"
+        export.mkdir(parents=True, exist_ok=True)
+        (export / "weights").write_text(str(state["step"]))
+        return {"rtd_auc": 0.5, "step": state["step"]}
+
+    monkeypatch.setattr(pretraining_run, "run_pretraining", run_pretraining)
+    optimizer = types.SimpleNamespace(override=lambda **k: None)
+    configs = {"model": None, "pretraining": None, "optimizer": optimizer}
+    monkeypatch.setattr(study, "setup_configs", lambda args, data: configs)
+    monkeypatch.setattr(study, "variant_configs", lambda base, v, s: configs)
+    monkeypatch.setattr(study, "held_out_history", lambda model_dir: [])
+    args = argparse.Namespace(
+        out_dir=str(tmp_path),
+        batch_size=64,
+        checkpoint_every=10,
+        eval_steps=1,
+        objectives="electra",
+        generator_sizes="",
+        uniform_generator=False,
+        hparams="{}",
+    )
+    data = {"train": "train-*", "eval": "eval-*", "vocabulary": None}
+    return state, args, data
+
+
+def test_a_resumed_pretraining_unit_keeps_each_encoder_at_its_own_step(
+    tmp_path, monkeypatch
+):
+    # Killed at step 75, on its way from the encoder kept at 50 to 100.
+    state, args, data = _stub_pretraining(monkeypatch, tmp_path, kill_at=75)
+    setup = _setup()
+    with pytest.raises(_Killed):
+        study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+    record = study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+    encoders = tmp_path / "encoders"
+    assert (encoders / "electra-p1-s50" / "weights").read_text() == "50"
+    assert (encoders / "electra-p1-s100" / "weights").read_text() == "100"
+    assert {s: k["held_out"]["step"] for s, k in record["kept"].items()} == {
+        "50": 50,
+        "100": 100,
+    }
+
+
+def test_a_run_past_a_step_it_has_not_kept_is_refused_not_kept_under_that_name(
+    tmp_path, monkeypatch
+):
+    state, args, data = _stub_pretraining(monkeypatch, tmp_path)
+    state["step"] = 75  # a run directory from before encoders were recorded
+    with pytest.raises(SystemExit, match="is at step 75, not 50"):
+        study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None)
+    assert not (tmp_path / "encoders" / "electra-p1-s50").exists()
+
+
+def test_a_unit_another_live_process_runs_is_not_started_again(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+
+    store = study.Store(tmp_path)
+    units = study.plan_units(_setup())
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (store.directory / "pretrain.electra.p1.running").write_text(str(other.pid))
+        assert store.busy("pretrain.electra.p1")
+        ready = {u.key for u in study.ready_units(units, store, set())}
+        assert "pretrain.electra.p1" not in ready and "pretrain.mlm.p1" in ready
+    finally:
+        other.kill()
+        other.wait()
+    # Its process gone (killed with the unit unfinished), the unit is free.
+    assert not store.busy("pretrain.electra.p1")
+    assert "pretrain.electra.p1" in {
+        u.key for u in study.ready_units(units, store, set())
+    }
+    # This process's own claim does not block it; a finished unit lets go.
+    store.claim("pretrain.mlm.p1")
+    assert not store.busy("pretrain.mlm.p1")
+    monkeypatch.setattr(study, "finetune_unit", lambda *a: {})
+    study.run_one(None, None, "finetune.pos.none-p1.f1", None, store)
+    assert not (store.directory / "finetune.pos.none-p1.f1.running").exists()
+    assert store.done("finetune.pos.none-p1.f1")
