@@ -171,6 +171,12 @@ def _qa_config(args):
     )
 
 
+def padding_of(task: str, args) -> str:
+    """The padding `task` runs with: QA's windows are packed to full length
+    by construction (a context fills its window), so always max_length."""
+    return "max_length" if task == "qa" else args.padding
+
+
 def _grouping(args) -> dict:
     if args.padding == "max_length":
         return {}
@@ -437,7 +443,7 @@ class PeerTrainer:
             )
             self.model = transformers.ElectraForQuestionAnswering(config)
         self.count = len(self.windows["input_ids"]) if task == "qa" else len(self.texts)
-        self.padding = "max_length" if task == "qa" else args.padding
+        self.padding = padding_of(task, args)
         if self.padding == "longest":
             from transformers.trainer_pt_utils import LengthGroupedSampler
 
@@ -716,7 +722,7 @@ def main(argv=None) -> int:
             print(f"error: {task}: {error}", flush=True)
             report["tasks"][task] = {"error": str(error)}
             continue
-        fixed = args.padding == "max_length" or task == "qa"
+        fixed = padding_of(task, args) == "max_length"
         rows = summarise(
             measured, args.batch_size * flops if fixed else None, args.batch_size
         )
