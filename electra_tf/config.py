@@ -384,7 +384,8 @@ class TrainingConfig(Config):
     # GLOBAL batch size (split across replicas).
     batch_size: int = 32
     # Save a checkpoint every this many steps (also the length of one Keras
-    # "epoch", so evaluation and logging happen on the same boundaries).
+    # "epoch", so evaluation and logging happen on the same boundaries). A run
+    # shorter than that checkpoints once, at its end: `train_steps` replaces it.
     checkpoint_every: int = 100
     # Checkpoints kept on disk.
     keep_checkpoints: int = 3
@@ -420,6 +421,8 @@ class TrainingConfig(Config):
         for name in ("train_steps", "batch_size", "checkpoint_every", "eval_steps"):
             if getattr(self, name) <= 0:
                 raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.checkpoint_every > self.train_steps:
+            object.__setattr__(self, "checkpoint_every", self.train_steps)
         if self.train_steps % self.checkpoint_every:
             raise ConfigError(
                 f"train_steps ({self.train_steps}) must be a multiple of "

@@ -113,7 +113,7 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
         "train_steps": steps,
         "total_steps": steps,
         "batch_size": flags.batch_size or preset.batch_size,
-        "checkpoint_every": flags.checkpoint_every or min(100, steps),
+        "checkpoint_every": flags.checkpoint_every,
         "strategy": flags.strategy,
         "precision": flags.precision,
         "steps_per_execution": flags.steps_per_execution,

@@ -382,7 +382,7 @@ def test_a_corrupt_shard_is_named_or_skipped(uninterrupted, tmp_path):
                 "--strategy",
                 "default",
                 "--hparams",
-                '{"train_steps": 33}',
+                '{"train_steps": 133}',
             ],
             "must be a multiple of checkpoint_every",
         ),

@@ -2,7 +2,7 @@
 
 import pytest
 
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, TrainingConfig
 from electra_tf.presets import get_preset
 from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 
@@ -51,6 +51,15 @@ def test_flags_override_the_preset_and_hparams_override_the_flags():
     assert configs.training.jit_compile is False
 
 
+def test_a_run_shorter_than_the_checkpoint_interval_checkpoints_at_its_end():
+    short = resolve_configs(PretrainingFlags(steps=30), jit_compile=False).training
+    assert (short.train_steps, short.checkpoint_every) == (30, 30)
+    given = PretrainingFlags(steps=30, checkpoint_every=10)
+    assert resolve_configs(given, jit_compile=False).training.checkpoint_every == 10
+    # The rule is the config's own, so it holds wherever a run is configured.
+    assert TrainingConfig(train_steps=7).checkpoint_every == 7
+
+
 def test_the_data_add_the_vocabulary_size_and_the_patterns():
     configs = resolve_configs(PretrainingFlags(steps=10), jit_compile=False)
     ready = configs.for_data(4785, "d/train-*", "d/eval-*")
@@ -74,7 +83,7 @@ def test_the_data_add_the_vocabulary_size_and_the_patterns():
             "vocabulary_size is the vocabulary's",
         ),
         (
-            PretrainingFlags(hparams='{"train_steps": 33}'),
+            PretrainingFlags(hparams='{"train_steps": 133}'),
             "must be a multiple of checkpoint_every",
         ),
     ],
