@@ -268,14 +268,7 @@ def _electra_to_keras_hub(output, vocabulary, *, checkpoint, config=None):
 
 
 def _special_ids(vocabulary):
-    if vocabulary is None:
-        return {}
-    return dict(
-        pad_token_id=vocabulary.pad_id,
-        cls_token_id=vocabulary.cls_id,
-        sep_token_id=vocabulary.sep_id,
-        mask_token_id=vocabulary.mask_id,
-    )
+    return {} if vocabulary is None else vocabulary.special_token_ids()
 
 
 def _no_vocabulary(source):

@@ -180,6 +180,15 @@ class Vocabulary:
     def mask_id(self) -> int:
         return self._index["[MASK]"]
 
+    def special_token_ids(self) -> dict[str, int]:
+        """The ids models take as keyword arguments (`ElectraPretrainer`'s)."""
+        return dict(
+            pad_token_id=self.pad_id,
+            cls_token_id=self.cls_id,
+            sep_token_id=self.sep_id,
+            mask_token_id=self.mask_id,
+        )
+
     def to_text(self) -> str:
         """The canonical `vocab.txt` content: each token followed by "\\n"."""
         return "".join(token + "\n" for token in self.tokens)

@@ -153,12 +153,7 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
         except VocabularyError:
             vocabulary = None
     if vocabulary is not None:
-        ids = dict(
-            pad_token_id=vocabulary.pad_id,
-            cls_token_id=vocabulary.cls_id,
-            sep_token_id=vocabulary.sep_id,
-            mask_token_id=vocabulary.mask_id,
-        )
+        ids = vocabulary.special_token_ids()
     pretrainer = ElectraPretrainer(
         ModelConfig.from_dict(config["model"]),
         PretrainingConfig.from_dict(config.get("pretraining", {})),

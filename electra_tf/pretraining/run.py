@@ -121,14 +121,7 @@ def build_pretrainer(
     check_vocabulary_fits(
         vocabulary.size, model.vocabulary_size, vocabulary.path, error=ConfigError
     )
-    pretrainer = ElectraPretrainer(
-        model,
-        pretraining,
-        pad_token_id=vocabulary.pad_id,
-        cls_token_id=vocabulary.cls_id,
-        sep_token_id=vocabulary.sep_id,
-        mask_token_id=vocabulary.mask_id,
-    )
+    pretrainer = ElectraPretrainer(model, pretraining, **vocabulary.special_token_ids())
     schedule = WarmupPolynomialDecay(
         optimizer.learning_rate,
         warmup_steps=optimizer.warmup_steps,

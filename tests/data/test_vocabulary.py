@@ -40,6 +40,9 @@ def test_bundled_bert_vocabulary(bert):
         102,
         103,
     )
+    assert bert.special_token_ids() == dict(
+        pad_token_id=0, cls_token_id=101, sep_token_id=102, mask_token_id=103
+    )
     assert bert.id("hello") == 7592
     # md5() is what `md5sum vocab.txt` gives (the number in the assets README).
     file_md5 = hashlib.md5(BERT_VOCAB.read_bytes()).hexdigest()
