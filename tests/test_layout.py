@@ -138,6 +138,52 @@ def test_the_cycle_checks_find_a_cycle():
     assert _first_cycle(modules) is not None
 
 
+# The packages from the bottom up: each imports only packages of lower rows.
+# A new package takes a row here (the test below names one that has none).
+LAYERS = (
+    ("errors", "random_streams", "optimization"),
+    ("config",),
+    ("presets", "data", "distribution"),
+    ("models",),
+    ("scoring",),
+    ("export",),
+    ("pretraining", "finetuning"),
+    ("conversion",),
+    ("cli",),
+)
+
+
+def _upward_edges(packages, layers=LAYERS):
+    """Package imports that do not go down `layers`, as "a -> b" lines."""
+    row = {f"electra_tf.{name}": i for i, names in enumerate(layers) for name in names}
+    unplaced = sorted(set(packages) - set(row))
+    assert not unplaced, f"packages with no row in LAYERS: {unplaced}"
+    return [
+        f"{source} -> {target}"
+        for source, targets in sorted(packages.items())
+        for target in sorted(targets)
+        if row[target] >= row[source]
+    ]
+
+
+def test_packages_import_only_the_layers_below_them():
+    assert _upward_edges(_package_graph(_graph())) == []
+
+
+def test_the_layer_check_finds_an_import_that_goes_up_or_sideways():
+    packages = {
+        "electra_tf.models": {"electra_tf.data"},
+        "electra_tf.data": set(),
+        "electra_tf.finetuning": {"electra_tf.pretraining", "electra_tf.models"},
+        "electra_tf.pretraining": set(),
+    }
+    assert _upward_edges(packages) == [
+        "electra_tf.finetuning -> electra_tf.pretraining"
+    ]
+    packages["electra_tf.data"] = {"electra_tf.models"}
+    assert "electra_tf.data -> electra_tf.models" in _upward_edges(packages)
+
+
 # Private names one module still takes from another; issue 31 replaces this
 # one (fine-tuning's outputs written in one place). Do not add to it.
 PRIVATE_IMPORTS_LEFT = {("electra_tf.finetuning.tagging_run", "_write_json")}
