@@ -20,6 +20,8 @@ import os
 import pathlib
 import sys
 
+from bench.result_file import write_result
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -104,7 +106,7 @@ def main(argv=None) -> int:
         )
         report["runs"][name] = [e["dev"]["dev"]["accuracy"] for e in results["epochs"]]
     report["equal"] = report["runs"]["sst2"] == report["runs"]["custom"]
-    pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.output, report)
     print(json.dumps({"runs": report["runs"], "equal": report["equal"]}))
     return 0
 

@@ -56,6 +56,7 @@ import subprocess
 import sys
 import time
 
+from bench.result_file import write_result
 from bench.run_info import commit, run_info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -282,13 +283,6 @@ def variant_seeds(args, variants) -> dict[str, list[int]]:
 
 
 # === Units ===
-def write_json(path: pathlib.Path, data: dict) -> None:
-    """Written whole, then renamed: a killed writer leaves the old file."""
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-    os.replace(temporary, path)
-
-
 class Store:
     """One JSON file per finished unit under `<out-dir>/units/`."""
 
@@ -306,7 +300,7 @@ class Store:
         return json.loads(self.path(key).read_text())
 
     def write(self, key: str, record: dict) -> None:
-        write_json(self.path(key), record)
+        write_result(self.path(key), record)
 
     def claim(self, key: str) -> None:
         """Marks `key` as run by this process, for other schedulers."""
@@ -461,7 +455,7 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
         shutil.rmtree(temporary, ignore_errors=True)
         shutil.copytree(model_dir / "export" / "discriminator", temporary)
         # Inside the encoder's directory, so that the two arrive together.
-        write_json(temporary / KEPT_RECORD, kept[str(step)])
+        write_result(temporary / KEPT_RECORD, kept[str(step)])
         shutil.rmtree(target, ignore_errors=True)
         os.replace(temporary, target)
         print(f"[{key}] kept {encoder}: {held_out}", flush=True)
@@ -758,7 +752,7 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
                 f"error: {out_dir} holds a study with another setup (differs in "
                 f"{', '.join(changed)}); use another --out-dir"
             )
-    write_json(path, setup)
+    write_result(path, setup)
 
 
 def run_one(args, setup, key, data, store) -> None:
@@ -1045,7 +1039,7 @@ def write_report(args, setup, store) -> None:
             k: r for k, r in records.items() if k.startswith("finetune.")
         },
     }
-    write_json(output.with_suffix(".json"), report)
+    write_result(output.with_suffix(".json"), report)
     output.with_suffix(".md").write_text(markdown(setup, summary, compared))
     for task, points in summary.items():
         if points:  # nothing to draw before a task's first run

@@ -36,6 +36,7 @@ import re
 import subprocess
 import sys
 
+from bench.result_file import write_result
 from bench.run_info import run_info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -195,8 +196,7 @@ def plot(report: dict, path: str) -> None:
 
 def save(report: dict, output: str) -> None:
     """`<output>.json` and `<output>.png` as the report stands."""
-    with open(output + ".json", "w") as out:
-        json.dump(report, out, indent=1)
+    write_result(output + ".json", report)
     plot(report, output + ".png")
 
 

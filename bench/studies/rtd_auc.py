@@ -32,6 +32,8 @@ import os
 
 import numpy as np
 
+from bench.result_file import write_result
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -254,8 +256,7 @@ def main():
             )
     from bench.run_info import run_info
 
-    with open(args.output, "w") as f:
-        json.dump({**run_info(__file__), "runs": results}, f, indent=2)
+    write_result(args.output, {**run_info(__file__), "runs": results})
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import sys
 import tempfile
 import time
 
+from bench.result_file import write_result
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -154,7 +156,7 @@ def main(argv=None) -> int:
             "seconds": round(time.perf_counter() - started, 1),
         }
         logging.info("%s: %s", arm, report["arms"][arm])
-    pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.output, report)
     print(
         json.dumps({arm: r["median_dev_accuracy"] for arm, r in report["arms"].items()})
     )

@@ -25,6 +25,7 @@ import tempfile
 
 import numpy as np
 
+from bench.result_file import write_result
 from bench.run_info import run_info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -173,7 +174,7 @@ def main():
         "keras_hub": keras_hub.__version__,
     }
     out = REPO / "bench" / "results" / "conversion_parity.json"
-    out.write_text(json.dumps({**run_info(__file__), **results}, indent=2) + "\n")
+    write_result(out, {**run_info(__file__), **results})
     print(json.dumps(results, indent=2))
 
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import pathlib
 import statistics
 import tempfile
 import time
 
+from bench.result_file import write_result
 from bench.run_info import run_info
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -170,8 +170,7 @@ def main():
     ]
     for name, value in [("measurement", "value"), *rows]:
         print(f"{name:<44}{value:>14}")
-    with open(args.output, "w") as f:
-        json.dump(results, f, indent=2)
+    write_result(args.output, results)
 
 
 if __name__ == "__main__":

@@ -62,6 +62,7 @@ import statistics
 import sys
 import time
 
+from bench.result_file import write_result
 from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -759,7 +760,7 @@ def main(argv=None) -> int:
     except ImportError:
         pass
     report.update({k: v for k, v in run_info(__file__).items() if k == "versions"})
-    pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.output, report)
     return 1 if any("error" in result for result in report["tasks"].values()) else 0
 
 

@@ -55,6 +55,7 @@ import sys
 import tempfile
 import time
 
+from bench.result_file import write_result
 from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -572,8 +573,7 @@ def main(argv=None):
         "gflop_per_sequence_executed": executed_flops / 1e9,
         "results": rows,
     }
-    with open(args.output, "w") as f:
-        json.dump(report, f, indent=2)
+    write_result(args.output, report)
 
 
 if __name__ == "__main__":

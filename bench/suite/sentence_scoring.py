@@ -53,13 +53,13 @@ from __future__ import annotations
 import argparse
 import collections
 import gzip
-import json
 import math
 import os
 import pathlib
 import statistics
 import time
 
+from bench.result_file import write_result
 from bench.run_info import run_info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -421,9 +421,7 @@ def main(argv=None) -> int:
             for pair in [p for p in pairs if p["kind"] == kind][:3]
         ],
     }
-    output = pathlib.Path(args.output)
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.output, report)
     for method, result in methods.items():
         accuracy = {k: round(v["accuracy"], 3) for k, v in result["accuracy"].items()}
         speed = result.get("sentences_per_second")

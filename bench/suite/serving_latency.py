@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+from bench.result_file import write_result
 from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -258,20 +259,18 @@ def main(argv=None):
 
     from bench.run_info import run_info
 
-    with open(args.output, "w") as f:
-        json.dump(
-            {
-                **run_info(__file__),
-                "preset": args.preset,
-                "max_seq_length": args.max_seq_length,
-                "batch_size": args.batch_size,
-                "requests": args.sentences,
-                "results": rows,
-                "batch1_p50_ratio_ours_over": ratios,
-            },
-            f,
-            indent=2,
-        )
+    write_result(
+        args.output,
+        {
+            **run_info(__file__),
+            "preset": args.preset,
+            "max_seq_length": args.max_seq_length,
+            "batch_size": args.batch_size,
+            "requests": args.sentences,
+            "results": rows,
+            "batch1_p50_ratio_ours_over": ratios,
+        },
+    )
 
 
 if __name__ == "__main__":

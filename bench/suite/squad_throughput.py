@@ -19,6 +19,8 @@ import os
 import pathlib
 import time
 
+from bench.result_file import write_result
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -108,7 +110,7 @@ def main(argv=None):
         "answer_questions_per_second": len(questions) / answer_seconds,
         "parameters": int(np.sum([np.prod(v.shape) for v in model.trainable_weights])),
     }
-    pathlib.Path(args.output).write_text(json.dumps(report, indent=2) + "\n")
+    write_result(args.output, report)
     print(json.dumps(report, indent=2))
 
 

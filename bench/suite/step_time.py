@@ -18,10 +18,11 @@ the time of the first call (tracing and, with XLA, compilation).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import time
+
+from bench.result_file import write_result
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
@@ -138,23 +139,21 @@ def main():
             f"{seconds / base:9.2f}x {best[name]:11.3f} {cpu_rows[name]:10.3f} "
             f"{first_call[name]:12.1f}"
         )
-    with open(args.output, "w") as f:
-        json.dump(
-            {
-                "preset": args.preset,
-                "batch_size": args.batch_size,
-                "max_seq_length": length,
-                "vocabulary_size": vocabulary.size,
-                "seconds_per_step": rows,
-                "best_seconds_per_step": best,
-                "cpu_seconds_per_step": cpu_rows,
-                "first_call_seconds": first_call,
-                "rounds_seconds_per_step": times,
-                **run_info(__file__),
-            },
-            f,
-            indent=2,
-        )
+    write_result(
+        args.output,
+        {
+            "preset": args.preset,
+            "batch_size": args.batch_size,
+            "max_seq_length": length,
+            "vocabulary_size": vocabulary.size,
+            "seconds_per_step": rows,
+            "best_seconds_per_step": best,
+            "cpu_seconds_per_step": cpu_rows,
+            "first_call_seconds": first_call,
+            "rounds_seconds_per_step": times,
+            **run_info(__file__),
+        },
+    )
 
 
 if __name__ == "__main__":
