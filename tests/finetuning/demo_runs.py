@@ -7,10 +7,10 @@ GLUE SST-2 (the bundled rt_polarity excerpt, 256 sentences drawn, two seeds),
 MNLI (the fixture: two dev and three test splits), MRPC from a pre-trained
 preset (a seeded tiny encoder saved as one, `reinit_layers` 1, pairs swapped),
 your own CSV files (rt_polarity rows, with a test file), the Brown POS excerpt
-(tagging), and the SQuAD fixture (2.0 from random initialisation, 1.1 from the
-preset). What is recorded per run: `metrics.json`'s per-seed epochs (train and
-dev metrics, scores), best epochs, medians and best seed, and the predictions
-files it wrote.
+(tagging; random, and from the preset with `reinit_layers` 1), and the SQuAD
+fixture (2.0 from random initialisation, 1.1 from the preset). What is
+recorded per run: `metrics.json`'s per-seed epochs (train and dev metrics,
+scores), best epochs, medians and best seed, and the predictions files it wrote.
 
 The numbers are those of one machine and one TensorFlow build (recorded in
 `demo_runs.json`): a float may differ in its last bits elsewhere. Record them
@@ -105,6 +105,18 @@ def cases(folder: pathlib.Path) -> dict[str, list[str]]:
             "1",
         ],
         "brown_pos": [*random, "--task", "tagging", "--epochs", "2"],
+        "brown_pos_preset": [
+            "--pretrained",
+            preset,
+            "--seeds",
+            "1",
+            "--task",
+            "tagging",
+            "--epochs",
+            "1",
+            "--hparams",
+            '{"reinit_layers": 1}',
+        ],
         "squad2_fixture": [
             *random,
             "--task",
