@@ -1,4 +1,5 @@
-"""`ElectraError`, the base of every error a user can cause, and `ConversionError`.
+"""`ElectraError`, the base of every error a user can cause; `CorpusError`,
+`FinetuningDataError` and `ConversionError`.
 
 Each module raises its own subclass (`ConfigError`, `VocabularyError`,
 `DataError`, ...), named after what went wrong; a command line catches
@@ -21,6 +22,12 @@ class ElectraError(Exception):
 
 class CorpusError(ElectraError, ValueError):
     """A corpus path is missing, or a corpus is empty, binary or not UTF-8."""
+
+
+class FinetuningDataError(ElectraError, ValueError):
+    """A fine-tuning data file (or dataset) is missing, malformed or does not
+    fit its task: the base of each reader's error (`GlueDataError`,
+    `DataFileError`, `TaggingDataError`, `SquadDataError`)."""
 
 
 class ConversionError(ElectraError, ValueError):

@@ -59,7 +59,8 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.glue_readers import GlueDataError, GlueExamples, TaskData
+from electra_tf.errors import FinetuningDataError
+from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 # Integer labels with at most this many distinct values are classes ("1".."5"
@@ -80,7 +81,7 @@ _EXTENSIONS = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}
 logger = logging.getLogger(__name__)
 
 
-class DataFileError(GlueDataError):
+class DataFileError(FinetuningDataError):
     """A user's data file is missing, malformed or does not fit the task."""
 
 

@@ -28,12 +28,12 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.errors import ElectraError
+from electra_tf.errors import FinetuningDataError
 from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 
-class GlueDataError(ElectraError, ValueError):
+class GlueDataError(FinetuningDataError):
     """GLUE data is missing, malformed or does not fit its task."""
 
 

@@ -30,12 +30,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import tensorflow as tf
 
-from electra_tf.errors import ElectraError
+from electra_tf.errors import FinetuningDataError
 
 logger = logging.getLogger(__name__)
 
 
-class SquadDataError(ElectraError, ValueError):
+class SquadDataError(FinetuningDataError):
     """SQuAD data is missing or malformed."""
 
 

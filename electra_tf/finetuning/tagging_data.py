@@ -33,8 +33,8 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.errors import FinetuningDataError
 from electra_tf.finetuning import length_grouping
-from electra_tf.finetuning.glue_readers import GlueDataError
 
 DOCUMENT_START = "-DOCSTART-"
 # The tensorflow-datasets tagging set `--task tagging --tfds` reads: CoNLL-2003
@@ -44,7 +44,7 @@ TFDS_WORDS_FEATURE = "tokens"
 TFDS_TAGS_FEATURE = "ner"
 
 
-class TaggingDataError(GlueDataError):
+class TaggingDataError(FinetuningDataError):
     """A tagging file is missing, malformed or does not fit the task."""
 
 

@@ -78,6 +78,19 @@ def test_reads_two_column_and_conll2003_layouts(tmp_path):
     }
 
 
+def test_each_reader_has_its_own_error_on_one_fine_tuning_base():
+    # A CoNLL file is not GLUE data: `except GlueDataError` must not catch it.
+    from electra_tf.errors import FinetuningDataError
+    from electra_tf.finetuning.custom_data import DataFileError
+    from electra_tf.finetuning.glue_readers import GlueDataError
+    from electra_tf.finetuning.squad_data import SquadDataError
+
+    for error in (GlueDataError, DataFileError, TaggingDataError, SquadDataError):
+        assert issubclass(error, FinetuningDataError)
+    for error in (DataFileError, TaggingDataError, SquadDataError):
+        assert not issubclass(error, GlueDataError)
+
+
 @pytest.mark.parametrize(
     "train, dev, message",
     [
