@@ -184,11 +184,6 @@ def test_the_layer_check_finds_an_import_that_goes_up_or_sideways():
     assert "electra_tf.data -> electra_tf.models" in _upward_edges(packages)
 
 
-# Private names one module still takes from another; issue 31 replaces this
-# one (fine-tuning's outputs written in one place). Do not add to it.
-PRIVATE_IMPORTS_LEFT = {("electra_tf.finetuning.tagging_run", "_write_json")}
-
-
 def test_private_names_stay_in_their_module():
     crossing = set()
     for name, path in MODULES.items():
@@ -201,8 +196,7 @@ def test_private_names_stay_in_their_module():
                     for alias in node.names
                     if alias.name.startswith("_")
                 )
-    unexpected = sorted(crossing - PRIVATE_IMPORTS_LEFT)
-    assert not unexpected, f"private names imported by another module: {unexpected}"
+    assert not crossing, f"private names imported by another module: {sorted(crossing)}"
 
 
 def test_library_imports_of_our_modules_are_at_the_top():

@@ -24,7 +24,6 @@ epoch with the seed.
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import math
 import os
@@ -40,6 +39,7 @@ from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.json_file import write_json
 from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
@@ -376,7 +376,7 @@ def run_question_answering(
         }
         if best_results is None or results["score"] > best_results["score"]:
             best_model, best_results = model, results
-        _write_json(os.path.join(output_dir, "metrics.json"), summary)
+        write_json(os.path.join(output_dir, "metrics.json"), summary)
 
     summary["best_seed"] = best_results["seed"]
     results, spans, na = evaluate_answers(
@@ -398,14 +398,8 @@ def run_question_answering(
     )
     summary["keras_model"] = os.path.join(output_dir, "question_answerer.keras")
     best_model.save(summary["keras_model"])
-    _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    write_json(os.path.join(output_dir, "metrics.json"), summary)
     return summary
-
-
-def _write_json(path: str, values: dict) -> None:
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
 
 
 def recipe_for(hidden_dim: int) -> tuple[str, QuestionAnsweringConfig]:

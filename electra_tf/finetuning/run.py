@@ -23,7 +23,6 @@ Predictions and exports come from the seed with the best dev score.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -54,6 +53,7 @@ from electra_tf.finetuning.glue_readers import (
     write_submission,
 )
 from electra_tf.finetuning.glue_tasks import GlueTask, is_glue_task, tasks_predicted_by
+from electra_tf.finetuning.json_file import write_json
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
 from electra_tf.finetuning.settings import (
     FinetuningConfig,
@@ -350,7 +350,7 @@ def run_seeds(
         summary["median"] = _median_results(per_seed)
         if best_results is None or results["score"] > best_results["score"]:
             best_model, best_results = model, results
-        _write_json(os.path.join(output_dir, "metrics.json"), summary)
+        write_json(os.path.join(output_dir, "metrics.json"), summary)
     summary["best_seed"] = best_results["seed"]
     return best_model
 
@@ -420,12 +420,5 @@ def run_finetuning(
     )
     summary["keras_model"] = os.path.join(output_dir, "classifier.keras")
     best_classifier.save(summary["keras_model"])
-    _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    write_json(os.path.join(output_dir, "metrics.json"), summary)
     return summary
-
-
-def _write_json(path: str, values: dict) -> None:
-    # Write-then-rename, so an interrupted run never leaves half a file.
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(json.dumps(values, indent=2, sort_keys=True) + "\n")
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)

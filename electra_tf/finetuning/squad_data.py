@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
+from electra_tf.finetuning.json_file import write_json
 
 logger = logging.getLogger(__name__)
 
@@ -372,26 +373,15 @@ def load_squad_split(
     return read_squad_json(squad_split_path(data_dir, version, split), version)
 
 
-def _write_json(path: str, values) -> str:
-    # Write-then-rename, so an interrupted run never leaves half a file.
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(json.dumps(values, indent=2, ensure_ascii=False, sort_keys=True) + "\n")
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
-    return path
-
-
 def write_predictions_json(path: str, predictions: Mapping[str, str]) -> str:
     """`{question id: answer text}`, the official scripts' prediction file
     ("" is "no answer" in 2.0)."""
-    return _write_json(path, {str(k): str(v) for k, v in predictions.items()})
+    return write_json(path, {str(k): str(v) for k, v in predictions.items()})
 
 
 def write_null_odds_json(path: str, na_scores: Mapping[str, float]) -> str:
     """`{question id: no-answer score}`, the official 2.0 script's `--na-prob-file`."""
-    return _write_json(path, {str(k): float(v) for k, v in na_scores.items()})
+    return write_json(path, {str(k): float(v) for k, v in na_scores.items()})
 
 
 def write_squad_json(path: str, examples: Sequence[SquadExample], version: int) -> str:
@@ -422,4 +412,4 @@ def write_squad_json(path: str, examples: Sequence[SquadExample], version: int) 
             for title, paras in articles.items()
         ],
     }
-    return _write_json(path, data)
+    return write_json(path, data)

@@ -32,8 +32,8 @@ from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
 from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.json_file import write_json
 from electra_tf.finetuning.run import (
-    _write_json,
     make_optimizer,
     random_encoder,
     run_seeds,
@@ -288,7 +288,7 @@ def run_tagging(
     )
     summary["keras_model"] = os.path.join(output_dir, "tagger.keras")
     best_tagger.save(summary["keras_model"])
-    _write_json(os.path.join(output_dir, "metrics.json"), summary)
+    write_json(os.path.join(output_dir, "metrics.json"), summary)
     return summary
 
 
