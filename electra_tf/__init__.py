@@ -46,12 +46,12 @@ from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.errors import ElectraError
 from electra_tf.export.pretrained import load_generator
+from electra_tf.finetuning.classification import run_finetuning
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.question_answering_run import (
+from electra_tf.finetuning.question_answering import (
     finetune_squad,
     run_question_answering,
 )
-from electra_tf.finetuning.run import run_finetuning
 from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder

@@ -48,13 +48,13 @@ def main(argv=None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
-    from electra_tf.finetuning.custom_data import load_custom_data
-    from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.run import (
+    from electra_tf.finetuning.classification import (
         build_classifier,
         finetune_seed,
         load_task_data,
     )
+    from electra_tf.finetuning.custom_data import load_custom_data
+    from electra_tf.finetuning.glue_tasks import get_task
     from electra_tf.finetuning.settings import recipe_for_width
     from electra_tf.presets import get_preset
 

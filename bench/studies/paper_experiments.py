@@ -584,13 +584,13 @@ def finetune_unit(args, setup, key, data) -> dict:
 def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
     import os.path as p
 
-    from electra_tf.finetuning.tagging_data import read_conll
-    from electra_tf.finetuning.tagging_metrics import tagging_scores
-    from electra_tf.finetuning.tagging_run import (
+    from electra_tf.finetuning.tagging import (
         build_token_classifier,
         finetune_tagger_seed,
         load_tagging_data,
     )
+    from electra_tf.finetuning.tagging_data import read_conll
+    from electra_tf.finetuning.tagging_metrics import tagging_scores
 
     splits = load_tagging_data(
         p.join(args.pos_dir, "train.conll"), p.join(args.pos_dir, "dev.conll")
@@ -615,9 +615,13 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
 
 
 def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
+    from electra_tf.finetuning.classification import (
+        TaskData,
+        build_classifier,
+        finetune_seed,
+    )
     from electra_tf.finetuning.glue_readers import read_glue_tsv
     from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.run import TaskData, build_classifier, finetune_seed
 
     # rt_polarity is in SST-2's layout, with labels in test.tsv too.
     task = dataclasses.replace(get_task("sst2"), test_splits=())

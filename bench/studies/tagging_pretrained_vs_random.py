@@ -77,7 +77,7 @@ def main(argv=None) -> int:
 
     from bench.run_info import run_info
     from electra_tf.finetuning.settings import recipe_for_width
-    from electra_tf.finetuning.tagging_run import load_tagging_data, run_tagging
+    from electra_tf.finetuning.tagging import load_tagging_data, run_tagging
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
     data = load_tagging_data(

@@ -162,7 +162,7 @@ def _recipe(args, model_config):
 
 
 def _qa_config(args):
-    from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
+    from electra_tf.finetuning.question_answering import QuestionAnsweringConfig
 
     return QuestionAnsweringConfig(
         max_seq_length=args.max_seq_length,
@@ -235,13 +235,13 @@ class OurTrainer:
         import keras_hub
 
         from electra_tf.data.vocabulary import Vocabulary
-        from electra_tf.finetuning.run import make_optimizer
+        from electra_tf.finetuning.classification import make_optimizer
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
         vocabulary = Vocabulary.from_file(VOCABULARY)
         keras.utils.set_random_seed(1)
         if task == "qa":
-            from electra_tf.finetuning.question_answering_run import (
+            from electra_tf.finetuning.question_answering import (
                 build_question_answerer,
                 training_dataset,
                 training_windows,
@@ -260,9 +260,9 @@ class OurTrainer:
             model_config = _model_config(args.preset, vocabulary, 0.1)
             config = _recipe(args, model_config)
             if task == "classification":
+                from electra_tf.finetuning.classification import build_classifier
                 from electra_tf.finetuning.glue_readers import read_glue_tsv
                 from electra_tf.finetuning.glue_tasks import get_task
-                from electra_tf.finetuning.run import build_classifier
 
                 glue_task = get_task("sst2")
                 examples = read_glue_tsv(
@@ -278,7 +278,7 @@ class OurTrainer:
                     args.batch_size, shuffle=True, seed=1, **_grouping(args)
                 )
             else:
-                from electra_tf.finetuning.tagging_run import (
+                from electra_tf.finetuning.tagging import (
                     build_token_classifier,
                     load_tagging_data,
                 )
@@ -428,7 +428,7 @@ class PeerTrainer:
             config.num_labels = 2
             self.model = transformers.ElectraForSequenceClassification(config)
         elif task == "tagging":
-            from electra_tf.finetuning.tagging_run import load_tagging_data
+            from electra_tf.finetuning.tagging import load_tagging_data
 
             directory = _data_dir(args, "brown_pos")
             data = load_tagging_data(directory / "train.conll", directory / "dev.conll")

@@ -50,13 +50,13 @@ def main(argv=None):
 
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
-    from electra_tf.finetuning.question_answering_run import (
+    from electra_tf.finetuning.classification import make_optimizer
+    from electra_tf.finetuning.question_answering import (
         QuestionAnsweringConfig,
         build_question_answerer,
         training_dataset,
         training_windows,
     )
-    from electra_tf.finetuning.run import make_optimizer
     from electra_tf.finetuning.squad_data import load_squad_split
     from electra_tf.presets import get_preset
 

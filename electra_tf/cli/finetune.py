@@ -30,7 +30,7 @@ import sys
 
 from electra_tf.cli import command_line
 from electra_tf.finetuning.finetune import finetune
-from electra_tf.finetuning.question_answering_run import (
+from electra_tf.finetuning.question_answering import (
     SQUAD_TASKS,
     finetune_squad_from_flags,
 )

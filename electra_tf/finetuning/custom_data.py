@@ -3,8 +3,8 @@
 `load_custom_data(train_file, dev_file, test_file, text_columns, label_column)`
 reads the files, decides whether the labels are classes or scores, and returns
 a `GlueTask` describing them and the splits as `TaskData`, so the GLUE run
-(`electra_tf.finetuning.run.run_finetuning`: ELECTRA's recipe, seeds, dev metrics,
-TensorBoard, exports) runs on them unchanged:
+(`electra_tf.finetuning.classification.run_finetuning`: ELECTRA's recipe,
+seeds, dev metrics, TensorBoard, exports) runs on them unchanged:
 
 * formats, by file name: `.csv` (comma-separated, standard double-quote
   quoting), `.tsv` (tab-separated, no quoting: a quote is text, as in GLUE),

@@ -1,9 +1,9 @@
 """`finetune(flags)`: what `finetune/run.py` runs, the task chosen from its flags.
 
-A GLUE task (`run.run_finetuning`), the user's own files (`custom_data`, then
-the same run) or CoNLL tagging (`tagging_run.run_tagging`). It sits above those
+A GLUE task (`classification.run_finetuning`), the user's own files (`custom_data`, then
+the same run) or CoNLL tagging (`tagging.run_tagging`). It sits above those
 modules, which share `run`'s recipe pieces, so none of them imports it.
-(SQuAD has its own entry point, `question_answering_run.finetune_squad_from_flags`.)
+(SQuAD has its own entry point, `question_answering.finetune_squad_from_flags`.)
 """
 
 from __future__ import annotations
@@ -14,10 +14,14 @@ import os
 
 from electra_tf.config import ConfigError
 from electra_tf.distribution import resolve_jit_compile
+from electra_tf.finetuning.classification import (
+    build_classifier,
+    load_task_data,
+    run_finetuning,
+)
 from electra_tf.finetuning.custom_data import load_custom_data
 from electra_tf.finetuning.glue_readers import GlueExamples
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.run import build_classifier, load_task_data, run_finetuning
 from electra_tf.finetuning.settings import (
     DEMO_DATA,
     DEMO_TAGGING,
@@ -31,13 +35,13 @@ from electra_tf.finetuning.settings import (
     resolve_finetuning_config,
     settings_that_apply,
 )
-from electra_tf.finetuning.tagging_data import TFDS_TAGGING
-from electra_tf.finetuning.tagging_run import (
+from electra_tf.finetuning.tagging import (
     build_token_classifier,
     load_tagging_data,
     load_tfds_tagging_data,
     run_tagging,
 )
+from electra_tf.finetuning.tagging_data import TFDS_TAGGING
 from electra_tf.models.keras_hub_preset import preset_architecture
 
 logger = logging.getLogger(__name__)

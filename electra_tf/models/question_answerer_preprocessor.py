@@ -55,7 +55,7 @@ class ElectraQuestionAnswererPreprocessor(keras_hub.models.Preprocessor):
     answerable question keeps `no_answer_logit` 0. Without `y`,
     `start_positions` is -1 (the model then searches for starts). An `x`
     that is already a dict of windows (see `training_windows` in
-    `electra_tf.finetuning.question_answering_run`) passes through unchanged, so that
+    `electra_tf.finetuning.question_answering`) passes through unchanged, so that
     windows made once can be trained on for many epochs.
 
     Args:

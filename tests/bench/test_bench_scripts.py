@@ -75,7 +75,7 @@ def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
 ):
     # Both arms keep the preset's encoder dropout (0.0 in this project's
     # exports); the recorded config said the recipe's 0.1.
-    from electra_tf.finetuning import tagging_run
+    from electra_tf.finetuning import tagging
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
     for split in ("train", "dev"):
@@ -93,7 +93,7 @@ def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
         return {"seeds": {seed: result for seed in seeds}}
 
     monkeypatch.setattr(ElectraTokenClassifier, "from_preset", from_preset)
-    monkeypatch.setattr(tagging_run, "run_tagging", run_tagging)
+    monkeypatch.setattr(tagging, "run_tagging", run_tagging)
     from bench.studies import tagging_pretrained_vs_random
 
     output = tmp_path / "report.json"

@@ -234,7 +234,7 @@ def test_test_split_is_scored_once_after_training_with_the_trained_model():
 
 def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monkeypatch):
     """Fails if the test file is opened before the epoch is chosen."""
-    from electra_tf.finetuning import tagging_data, tagging_run
+    from electra_tf.finetuning import tagging, tagging_data
 
     pos_dir = pathlib.Path(__file__).parents[2] / "electra_tf/assets/tasks/brown_pos"
     reads, trained = [], []
@@ -253,8 +253,8 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
         return Tagger(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.3}}}
 
     monkeypatch.setattr(tagging_data, "read_conll", read_conll)
-    monkeypatch.setattr(tagging_run, "read_conll", read_conll)
-    monkeypatch.setattr(tagging_run, "finetune_tagger_seed", finetune_tagger_seed)
+    monkeypatch.setattr(tagging, "read_conll", read_conll)
+    monkeypatch.setattr(tagging, "finetune_tagger_seed", finetune_tagger_seed)
     args = argparse.Namespace(pos_dir=str(pos_dir))
     results = study.finetune_tagging(
         args,
@@ -307,7 +307,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
     tmp_path, monkeypatch
 ):
     """Fails if test.tsv is opened before the epoch is chosen."""
-    from electra_tf.finetuning import glue_readers, run
+    from electra_tf.finetuning import classification, glue_readers
 
     task_dir = tmp_path / "sentiment"
     task_dir.mkdir()
@@ -332,7 +332,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
         return Classifier(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.5}}}
 
     monkeypatch.setattr(glue_readers, "read_glue_tsv", read_glue_tsv)
-    monkeypatch.setattr(run, "finetune_seed", finetune_seed)
+    monkeypatch.setattr(classification, "finetune_seed", finetune_seed)
     results = study.finetune_classification(
         argparse.Namespace(sentiment_dir=str(task_dir)),
         config=types.SimpleNamespace(eval_batch_size=8),

@@ -14,6 +14,11 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.classification import (
+    build_classifier,
+    finetune_seed,
+    run_finetuning,
+)
 from electra_tf.finetuning.custom_data import (
     DataFileError,
     infer_label_type,
@@ -23,7 +28,6 @@ from electra_tf.finetuning.custom_data import (
 )
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData, read_glue_tsv
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.run import build_classifier, finetune_seed, run_finetuning
 from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE

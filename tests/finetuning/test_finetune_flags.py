@@ -11,7 +11,7 @@ import pytest
 import electra_tf.finetuning.finetune
 from electra_tf.cli.finetune import main, parse_args
 from electra_tf.config import ConfigError
-from electra_tf.finetuning.question_answering_run import QuestionAnsweringConfig
+from electra_tf.finetuning.question_answering import QuestionAnsweringConfig
 from electra_tf.finetuning.settings import (
     FinetuningConfig,
     FinetuningFlags,

@@ -15,13 +15,13 @@ import tensorflow as tf
 import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
 from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.run import (
+from electra_tf.finetuning.classification import (
     build_classifier,
     load_task_data,
     make_optimizer,
     run_finetuning,
 )
+from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.settings import (
     RECIPES,
     FinetuningConfig,
@@ -29,7 +29,7 @@ from electra_tf.finetuning.settings import (
     random_init_model,
     recipe_for_width,
 )
-from electra_tf.finetuning.tagging_run import build_token_classifier
+from electra_tf.finetuning.tagging import build_token_classifier
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE

@@ -26,17 +26,17 @@ import electra_tf.models.token_classifier
 import electra_tf.models.token_classifier_preprocessor
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.settings import FinetuningConfig
+from electra_tf.finetuning.tagging import (
+    build_token_classifier,
+    load_tagging_data,
+    run_tagging,
+)
 from electra_tf.finetuning.tagging_data import TaggingDataError, read_conll
 from electra_tf.finetuning.tagging_metrics import (
     is_span_tag_set,
     span_scores,
     spans,
     token_accuracy,
-)
-from electra_tf.finetuning.tagging_run import (
-    build_token_classifier,
-    load_tagging_data,
-    run_tagging,
 )
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,

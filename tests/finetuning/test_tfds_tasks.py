@@ -15,8 +15,8 @@ import tensorflow_datasets as tfds
 from electra_tf.finetuning.glue_readers import load_tfds_split
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.squad_data import load_tfds_squad
+from electra_tf.finetuning.tagging import load_tfds_tagging_data
 from electra_tf.finetuning.tagging_data import TaggingDataError, load_tfds_tagging
-from electra_tf.finetuning.tagging_run import load_tfds_tagging_data
 
 NER = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")
 CONLL = [

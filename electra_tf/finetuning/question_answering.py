@@ -39,8 +39,8 @@ from electra_tf.distribution import resolve_jit_compile
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.classification import make_optimizer, random_encoder
 from electra_tf.finetuning.json_file import write_json
-from electra_tf.finetuning.run import make_optimizer, random_encoder
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
     check_demo_pretrained,

@@ -1,7 +1,7 @@
 """A tagging fine-tuning run: ELECTRA's recipe on CoNLL files, seeds, metrics, exports.
 
-The tagging counterpart of `electra_tf.finetuning.run.run_finetuning`, with the
-same recipe (`FinetuningConfig`, `make_optimizer`), seeds and outputs:
+The tagging counterpart of `electra_tf.finetuning.classification.run_finetuning`,
+with the same recipe (`FinetuningConfig`, `make_optimizer`), seeds and outputs:
 `run_tagging` trains one `ElectraTokenClassifier` per seed with `model.fit`,
 scores the dev file after every epoch (`TaggingEvaluation`: token accuracy,
 and span precision/recall/F1 for BIO tag sets, over every word, long
@@ -32,12 +32,12 @@ from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.token_classifier import export_token_classifier
 from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
-from electra_tf.finetuning.json_file import write_json
-from electra_tf.finetuning.run import (
+from electra_tf.finetuning.classification import (
     make_optimizer,
     random_encoder,
     run_seeds,
 )
+from electra_tf.finetuning.json_file import write_json
 from electra_tf.finetuning.settings import FinetuningConfig, settings_that_apply
 from electra_tf.finetuning.tagging_data import (
     TFDS_TAGGING,
@@ -115,7 +115,7 @@ def build_token_classifier(
     vocabulary: Vocabulary | None = None,
 ) -> ElectraTokenClassifier:
     """A tagger: from a keras-hub preset, or randomly initialised with
-    `model_config` and `vocabulary` (as `run.build_classifier`)."""
+    `model_config` and `vocabulary` (as `classification.build_classifier`)."""
     if pretrained is not None:
         tagger = ElectraTokenClassifier.from_preset(
             pretrained,

@@ -11,7 +11,7 @@ import pytest
 
 from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.finetuning.question_answering_run import (
+from electra_tf.finetuning.question_answering import (
     QuestionAnsweringConfig,
     build_question_answerer,
     finetune_squad,
@@ -98,7 +98,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     training questions exactly (official EM 100)."""
     import keras
 
-    from electra_tf.finetuning.question_answering_run import (
+    from electra_tf.finetuning.question_answering import (
         evaluate_answers,
         training_dataset,
         training_windows,
