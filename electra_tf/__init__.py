@@ -9,8 +9,9 @@
 * the configs and presets: `ModelConfig`, `PretrainingConfig`, `OptimizerConfig`,
   `TrainingConfig`, `get_preset`, `resolve_configs`;
 * pre-training: `Vocabulary`, `prepare_pretraining_data`, `run_pretraining`,
-  `pretrain`; fine-tuning: `get_task`, `run_finetuning`, `finetune_squad`,
-  `run_question_answering`;
+  `pretrain`; fine-tuning: `finetune` (`finetune/run.py`'s flags), or a task
+  kind (`ClassificationTask`, `TaggingTask`, `QuestionAnsweringTask`) with a
+  `FinetuningConfig` and a `StartingPoint` run by `run_finetuning`; `get_task`;
 * the exports' and checkpoints' loaders: `load_generator`,
   `load_pretraining_checkpoint`, `load_hf_pretrainer`, `load_tf1_pretrainer`,
   `load_keras_hub_preset`;
@@ -46,12 +47,14 @@ from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.errors import ElectraError
 from electra_tf.export.pretrained import load_generator
-from electra_tf.finetuning.classification import run_finetuning
+from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.finetune import finetune
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.question_answering import (
-    finetune_squad,
-    run_question_answering,
-)
+from electra_tf.finetuning.question_answering import QuestionAnsweringTask
+from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
+from electra_tf.finetuning.starting_point import StartingPoint
+from electra_tf.finetuning.tagging import TaggingTask
+from electra_tf.finetuning.trainer import run_finetuning
 from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
@@ -73,6 +76,7 @@ from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 from electra_tf.scoring.sentence_scorer import SentenceScorer
 
 __all__ = [
+    "ClassificationTask",
     "ElectraAllTokensMLM",
     "ElectraDiscriminator",
     "ElectraEncoder",
@@ -83,14 +87,19 @@ __all__ = [
     "ElectraQuestionAnswererPreprocessor",
     "ElectraTextClassifier",
     "ElectraTextClassifierPreprocessor",
+    "FinetuningConfig",
+    "FinetuningFlags",
     "ModelConfig",
     "OptimizerConfig",
     "PretrainingConfig",
     "PretrainingFlags",
+    "QuestionAnsweringTask",
     "SentenceScorer",
+    "StartingPoint",
+    "TaggingTask",
     "TrainingConfig",
     "Vocabulary",
-    "finetune_squad",
+    "finetune",
     "get_preset",
     "get_task",
     "load_generator",
@@ -103,5 +112,4 @@ __all__ = [
     "resolve_configs",
     "run_finetuning",
     "run_pretraining",
-    "run_question_answering",
 ]

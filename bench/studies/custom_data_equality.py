@@ -49,13 +49,15 @@ def main(argv=None) -> int:
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.finetuning.classification import (
+        ClassificationTask,
         build_classifier,
-        finetune_seed,
         load_task_data,
     )
     from electra_tf.finetuning.custom_data import load_custom_data
     from electra_tf.finetuning.glue_tasks import get_task
     from electra_tf.finetuning.settings import recipe_for_width
+    from electra_tf.finetuning.starting_point import StartingPoint
+    from electra_tf.finetuning.trainer import finetune_seed
     from electra_tf.presets import get_preset
 
     pretrained = None if args.pretrained == "none" else args.pretrained
@@ -72,7 +74,7 @@ def main(argv=None) -> int:
     config = recipe.override(epochs=args.epochs)
 
     sst2 = get_task("sst2")
-    custom, custom_data = load_custom_data(
+    _, custom_data = load_custom_data(
         os.path.join(args.data_dir, "train.tsv"),
         os.path.join(args.data_dir, "dev.tsv"),
         text_columns=["sentence"],
@@ -86,23 +88,13 @@ def main(argv=None) -> int:
         "config": config.to_dict(),
         "runs": {},
     }
-    for name, task, data in (
-        ("sst2", sst2, load_task_data(sst2, args.data_dir)),
-        ("custom", custom, custom_data),
+    start = StartingPoint(pretrained, model_config, vocabulary)
+    for name, data in (
+        ("sst2", load_task_data(sst2, args.data_dir)),
+        ("custom", custom_data),
     ):
         _, results = finetune_seed(
-            lambda task=task: build_classifier(
-                task,
-                config,
-                pretrained,
-                model_config=model_config,
-                vocabulary=vocabulary,
-            ),
-            task,
-            data,
-            config,
-            args.seed,
-            verbose=0,
+            ClassificationTask(data, config, start), args.seed, verbose=0
         )
         report["runs"][name] = [e["dev"]["dev"]["accuracy"] for e in results["epochs"]]
     report["equal"] = report["runs"]["sst2"] == report["runs"]["custom"]

@@ -584,22 +584,16 @@ def finetune_unit(args, setup, key, data) -> dict:
 def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
     import os.path as p
 
-    from electra_tf.finetuning.tagging import (
-        build_token_classifier,
-        finetune_tagger_seed,
-        load_tagging_data,
-    )
+    from electra_tf.finetuning import trainer
+    from electra_tf.finetuning.starting_point import StartingPoint
+    from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
     from electra_tf.finetuning.tagging_data import read_conll
     from electra_tf.finetuning.tagging_metrics import tagging_scores
 
     splits = load_tagging_data(
         p.join(args.pos_dir, "train.conll"), p.join(args.pos_dir, "dev.conll")
     )
-
-    def make_tagger():
-        return build_token_classifier(
-            splits.tags, config, pretrained, base["model"], data["vocabulary"]
-        )
+    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
 
     def score_test(tagger):
         test = read_conll(p.join(args.pos_dir, "test.conll"))
@@ -609,19 +603,19 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
         return tagging_scores(test.tags, predicted, splits.span_tags)
 
     return select_on_dev_then_test(
-        lambda: finetune_tagger_seed(make_tagger, splits, config, seed, verbose=0),
+        lambda: trainer.finetune_seed(
+            TaggingTask(splits, config, start), seed, verbose=0
+        ),
         score_test,
     )
 
 
 def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
-    from electra_tf.finetuning.classification import (
-        TaskData,
-        build_classifier,
-        finetune_seed,
-    )
-    from electra_tf.finetuning.glue_readers import read_glue_tsv
+    from electra_tf.finetuning import trainer
+    from electra_tf.finetuning.classification import ClassificationTask
+    from electra_tf.finetuning.glue_readers import TaskData, read_glue_tsv
     from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.starting_point import StartingPoint
 
     # rt_polarity is in SST-2's layout, with labels in test.tsv too.
     task = dataclasses.replace(get_task("sst2"), test_splits=())
@@ -630,13 +624,7 @@ def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
         dev={"dev": read_glue_tsv(task, "dev", args.sentiment_dir)},
         test={},
     )
-
-    def make_classifier():
-        if pretrained:
-            return build_classifier(task, config, pretrained)
-        return build_classifier(
-            task, config, None, base["model"], vocabulary=data["vocabulary"]
-        )
+    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
 
     def score_test(classifier):
         test = read_glue_tsv(task, "test", args.sentiment_dir)  # needs labels
@@ -645,7 +633,9 @@ def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
         )
 
     return select_on_dev_then_test(
-        lambda: finetune_seed(make_classifier, task, splits, config, seed, verbose=0),
+        lambda: trainer.finetune_seed(
+            ClassificationTask(splits, config, start), seed, verbose=0
+        ),
         score_test,
     )
 

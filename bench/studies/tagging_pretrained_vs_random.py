@@ -76,8 +76,9 @@ def main(argv=None) -> int:
     import numpy as np
 
     from bench.run_info import run_info
+    from electra_tf.finetuning import trainer
     from electra_tf.finetuning.settings import recipe_for_width
-    from electra_tf.finetuning.tagging import load_tagging_data, run_tagging
+    from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
     data = load_tagging_data(
@@ -127,24 +128,29 @@ def main(argv=None) -> int:
         "config": config.to_dict(),
         "arms": {},
     }
-    for arm in args.arms.split(","):
-        load_weights = arm == "pretrained"
 
-        def make_tagger(load_weights=load_weights):
+    class PresetTagging(TaggingTask):
+        """Tagging whose "random" arm keeps the preset's architecture,
+        vocabulary and initialisation but not its weights."""
+
+        load_weights = True
+
+        def build_model(self):
             return ElectraTokenClassifier.from_preset(
                 args.pretrained,
-                tags=list(data.tags),
-                load_weights=load_weights,
-                sequence_length=config.max_seq_length,
-                dropout=config.head_dropout,
-                encoder_dropout=config.encoder_dropout,
+                tags=list(self.data.tags),
+                load_weights=self.load_weights,
+                sequence_length=self.config.max_seq_length,
+                dropout=self.config.head_dropout,
+                encoder_dropout=self.config.encoder_dropout,
             )
 
+    for arm in args.arms.split(","):
+        task = PresetTagging(data, config, starting_point=None)
+        task.load_weights = arm == "pretrained"
         started = time.perf_counter()
         with tempfile.TemporaryDirectory() as output_dir:
-            summary = run_tagging(
-                data, make_tagger, config, output_dir, seeds=seeds, verbose=0
-            )
+            summary = trainer.run_finetuning(task, output_dir, seeds=seeds, verbose=0)
         accuracies = {
             seed: results["dev"]["dev"]["accuracy"]
             for seed, results in summary["seeds"].items()

@@ -235,7 +235,7 @@ class OurTrainer:
         import keras_hub
 
         from electra_tf.data.vocabulary import Vocabulary
-        from electra_tf.finetuning.classification import make_optimizer
+        from electra_tf.finetuning.trainer import make_optimizer
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
         vocabulary = Vocabulary.from_file(VOCABULARY)

@@ -50,7 +50,6 @@ def main(argv=None):
 
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
-    from electra_tf.finetuning.classification import make_optimizer
     from electra_tf.finetuning.question_answering import (
         QuestionAnsweringConfig,
         build_question_answerer,
@@ -58,6 +57,7 @@ def main(argv=None):
         training_windows,
     )
     from electra_tf.finetuning.squad_data import load_squad_split
+    from electra_tf.finetuning.trainer import make_optimizer
     from electra_tf.presets import get_preset
 
     vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "vocab.txt")

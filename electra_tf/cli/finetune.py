@@ -30,10 +30,6 @@ import sys
 
 from electra_tf.cli import command_line
 from electra_tf.finetuning.finetune import finetune
-from electra_tf.finetuning.question_answering import (
-    SQUAD_TASKS,
-    finetune_squad_from_flags,
-)
 from electra_tf.finetuning.settings import DEMO_PRETRAINED, FinetuningFlags
 
 
@@ -110,8 +106,7 @@ def parse_args(argv=None):
 def main(args) -> int:
     flags = vars(args)
     flags["lowercase"] = not flags.pop("no_lowercase")
-    run = finetune_squad_from_flags if args.task in SQUAD_TASKS else finetune
-    output_dir, summary = run(FinetuningFlags(**flags))
+    output_dir, summary = finetune(FinetuningFlags(**flags))
     median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f = %s)",

@@ -1,18 +1,17 @@
-"""Fine-tuning on GLUE-style tasks, your own files, tagging and SQuAD.
+"""Fine-tuning: one task abstraction, three kinds, one trainer.
 
-* `glue_tasks`: the tasks (`GlueTask`: columns, labels, metrics).
-* `glue_readers`: reading their TSV files (or TFDS) into examples.
-* `glue_metrics`: accuracy, F1, Matthews and Pearson/Spearman correlations.
-* `layerwise_decay`: ELECTRA's layer-wise learning-rate decay.
-* `settings`: the paper's recipes; flags and `--hparams` -> the run's config.
-* `custom_data`: your own CSV, TSV or JSON Lines files as a task.
-* `tagging_data`, `tagging_metrics`, `tagging`: CoNLL files, token accuracy and
-  span P/R/F1, a whole tagging run (`run_tagging`).
-* `run`: a whole fine-tuning run: `run_finetuning` (train, evaluate, predict,
-  export).
-* `finetune`: `finetune(flags)`, what `finetune/run.py` runs: a GLUE task, your
-  own files or tagging, chosen from the flags.
-* `squad_data`, `squad_metrics`: SQuAD 1.1/2.0 files (and TFDS) and the official
-  exact match and F1 (HasAns/NoAns, best no-answer thresholds).
-* `question_answering`: a SQuAD run: `finetune_squad`, `run_question_answering`.
+* `task`: `FinetuningTask`, what a kind of fine-tuning states (data, model,
+  dev score, outputs, recipe); `trainer`: the one loop every kind runs
+  (`run_finetuning`: optimizer with layer-wise decay, seeds, best dev epoch,
+  medians, TensorBoard, `metrics.json`, predictions and exports).
+* The kinds: `classification` (GLUE and your own files), `tagging` (CoNLL
+  files), `question_answering` (SQuAD 1.1 and 2.0, and its config fields).
+* `finetune`: `finetune(flags)`, what `finetune/run.py` runs: the kind chosen
+  by `--task`, the flags read once.
+* Settings: `settings` (`FinetuningConfig`, the paper's recipes, flags and
+  `--hparams` -> the run's config), `starting_point` (a pre-trained preset or
+  a random encoder), `layerwise_decay`, `best_epoch`, `length_grouping`.
+* Data and metrics: `glue_tasks`, `glue_readers`, `glue_metrics`,
+  `custom_data` (your own CSV, TSV or JSON Lines files), `tagging_data`,
+  `tagging_metrics`, `squad_data`, `squad_metrics`; `json_file`.
 """

@@ -13,11 +13,8 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import Config, ConfigError, ModelConfig, parse_hparams
-from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
-from electra_tf.models.keras_hub_preset import preset_architecture, preset_vocabulary
+from electra_tf.config import Config, ConfigError, parse_hparams
 from electra_tf.models.text_classifier import POOLINGS
-from electra_tf.presets import PRESETS, get_preset
 
 # The pre-training demo's export, which the fine-tuning demo starts from.
 DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
@@ -116,23 +113,6 @@ class FinetuningConfig(Config):
             )
 
 
-# FinetuningConfig fields that only classification and regression read: the
-# head's pooling and pairs trained both ways round. A tagging run neither
-# logs nor records them, and refuses them in --hparams.
-CLASSIFICATION_ONLY_SETTINGS = ("pooling", "swap_pairs")
-
-
-def settings_that_apply(config: FinetuningConfig, tagging: bool) -> dict:
-    """`config` as a dict, without the fields a tagging run does not read
-    (`CLASSIFICATION_ONLY_SETTINGS`) when `tagging`: what the run logs and
-    writes to `metrics.json`, so neither shows a setting that did nothing."""
-    settings = config.to_dict()
-    if tagging:
-        for name in CLASSIFICATION_ONLY_SETTINGS:
-            del settings[name]
-    return settings
-
-
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
 # tests) is not in the paper; its rate was chosen on the demo task (2,000
 # rt_polarity sentences, 3 epochs = 189 updates, median dev accuracy of 3
@@ -196,7 +176,8 @@ class FinetuningFlags:
     learning_rate: float | None = None
     layerwise_decay: float | None = None
     max_seq_length: int | None = None
-    # A JSON object (or dict) of FinetuningConfig fields.
+    # A JSON object (or dict) of the task kind's config fields (FinetuningConfig;
+    # SQuAD: QuestionAnsweringConfig).
     hparams: str | dict = "{}"
     # Random initialisation only: the model size (a preset name, or a keras-hub
     # preset directory whose architecture to rebuild) and its vocabulary (None:
@@ -205,22 +186,6 @@ class FinetuningFlags:
     vocab: str | None = None
     lowercase: bool = True
     jit: str = "auto"
-
-
-def check_demo_pretrained(pretrained: str | None) -> None:
-    """`ConfigError` if `pretrained` is the default `DEMO_PRETRAINED` and is
-    missing. That default is relative to the working directory, as is the
-    pre-training demo's `--model-dir`: the message names the absolute path
-    looked at and the command that writes it there."""
-    if pretrained != DEMO_PRETRAINED or os.path.isdir(pretrained):
-        return
-    raise ConfigError(
-        f"no pre-trained model at {os.path.abspath(pretrained)} (the default "
-        f"--pretrained, {DEMO_PRETRAINED}, under the current directory): run "
-        f"`python pretrain/run.py` (or `electra-pretrain`) in {os.getcwd()} "
-        "first, which exports it there; or pass --pretrained PATH, or "
-        "--pretrained none"
-    )
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -236,48 +201,6 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def random_init_model(flags: FinetuningFlags) -> tuple[ModelConfig, Vocabulary]:
-    """The architecture and vocabulary of a randomly initialised encoder
-    (`--pretrained none`), from `--preset`, `--vocab` and `--no-lowercase`.
-
-    `--preset` is one of ours (`tiny`, `small`, ...) or a keras-hub preset
-    directory, such as a pre-training export: then its architecture is rebuilt
-    with fresh weights and, without `--vocab`, its own vocabulary and casing,
-    so that the baseline is exactly the pre-trained model without its
-    pre-training. Initialisation is BERT's (`ModelConfig.initializer_range`)
-    whatever the preset's pre-training used.
-
-    Raises:
-        ConfigError: an unknown preset name.
-        PretrainedModelError: a directory that is not a keras-hub preset.
-        VocabularyError: a missing or unreadable `--vocab`.
-    """
-    if flags.preset in PRESETS:
-        model_config = get_preset(flags.preset).model
-        vocabulary = Vocabulary.from_file(
-            flags.vocab or BUNDLED_VOCABULARY, flags.lowercase
-        )
-    elif os.path.isdir(flags.preset):
-        architecture = preset_architecture(flags.preset)
-        model_config = ModelConfig(
-            **{
-                field.name: architecture[field.name]
-                for field in dataclasses.fields(ModelConfig)
-                if field.name in architecture
-            }
-        )
-        if flags.vocab:
-            vocabulary = Vocabulary.from_file(flags.vocab, flags.lowercase)
-        else:
-            vocabulary = preset_vocabulary(flags.preset)
-    else:
-        raise ConfigError(
-            f"--preset {flags.preset!r} is neither one of {', '.join(PRESETS)} "
-            "nor a keras-hub preset directory"
-        )
-    return model_config.override(vocabulary_size=vocabulary.size), vocabulary
-
-
 def refuse_train_examples(flags: FinetuningFlags) -> None:
     """`ConfigError` if `--train-examples` was given to a task that cannot draw
     them (tagging, SQuAD): the draw is of whole classification examples."""
@@ -285,37 +208,23 @@ def refuse_train_examples(flags: FinetuningFlags) -> None:
         raise ConfigError("--train-examples is for classification and regression tasks")
 
 
-# The flags that only your own classification files read, and what reads them.
-_OWN_FILE_FLAGS = (
-    ("text_columns", "--text-columns"),
-    ("label_column", "--label-column"),
-    ("label_type", "--label-type"),
-)
+# The flags that only your own classification files read.
+OWN_FILE_FLAGS = ("text_columns", "label_column", "label_type")
 
 
-def refuse_flags_that_do_not_apply(flags: FinetuningFlags, kind: str) -> None:
-    """`ConfigError` naming the first flag given that a run of `kind` would
-    ignore: "squad" (reads --data-dir or --tfds), "tagging" (CoNLL files),
-    "glue" (a GLUE task's data) or "custom" (your own files)."""
-    if kind == "custom":
-        return
-    given = list(_OWN_FILE_FLAGS)
-    if kind == "squad":
-        given = [
-            ("train_file", "--train-file"),
-            ("dev_file", "--dev-file"),
-            ("test_file", "--test-file"),
-            *given,
-        ]
-        why = f"--task {flags.task}, which reads --data-dir or --tfds"
-    elif kind == "tagging":
-        why = "--task tagging (CoNLL files: the word first, its tag last)"
-    else:
-        given.append(("test_file", "--test-file"))
-        why = f"GLUE task {flags.task or 'sst2'} (it is for your own --train-file)"
-    for name, flag in given:
+def refuse_flags(flags: FinetuningFlags, names, why: str) -> None:
+    """`ConfigError` naming the first of the flags `names` (fields of
+    `FinetuningFlags`) that was given, which a run of `why` would ignore."""
+    for name in names:
         if getattr(flags, name) is not None:
+            flag = "--" + name.replace("_", "-")
             raise ConfigError(f"{flag} does not apply to {why}")
+
+
+def refuse_unpaired_files(flags: FinetuningFlags) -> None:
+    """`ConfigError` unless `--train-file` and `--dev-file` come together."""
+    if bool(flags.train_file) != bool(flags.dev_file):
+        raise ConfigError("--train-file and --dev-file go together")
 
 
 def flag_overrides(flags: FinetuningFlags) -> dict:
@@ -357,28 +266,24 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
 
 
 def resolve_finetuning_config(
-    flags: FinetuningFlags, hidden_dim: int, *, jit_compile: bool
+    flags: FinetuningFlags, kind, architecture: dict, *, jit_compile: bool
 ) -> tuple[str, FinetuningConfig]:
     """The recipe's size name and the run's config, in one pass.
 
-    The recipe of the paper size closest to `hidden_dim`, then the flags
+    The task kind's recipe (`kind.recipe`) for the paper size closest to the
+    encoder's width (`architecture["hidden_dim"]`), then the flags
     (`flag_overrides`), then `jit_compile` (`--jit` resolved), then
-    `--hparams` (unknown keys raise `ConfigError`, and so do
-    `CLASSIFICATION_ONLY_SETTINGS` with `--task tagging`, which would ignore
-    them).
+    `--hparams` (unknown keys raise `ConfigError`, and so do the settings the
+    kind does not read, `kind.settings_not_read`), fitted to the encoder
+    where the kind needs it (`kind.fit_recipe`).
     """
-    size, recipe = recipe_for_width(hidden_dim)
+    size, recipe = recipe_for_width(architecture["hidden_dim"])
     hparams = parse_hparams(flags.hparams)
-    if (flags.task or "").lower() == "tagging":
-        for name in CLASSIFICATION_ONLY_SETTINGS:
-            if name in hparams:
-                raise ConfigError(
-                    f"--hparams {name} does not apply to --task tagging (it is "
-                    "for classification and regression)"
-                )
-    changes = {
-        **flag_overrides(flags),
-        "jit_compile": jit_compile,
-        **hparams,
-    }
-    return size, recipe.override(**changes)
+    for name in hparams:
+        if name in kind.settings_not_read:
+            raise ConfigError(
+                f"--hparams {name} does not apply to --task {flags.task} "
+                f"({kind.settings_not_read[name]})"
+            )
+    changes = {**flag_overrides(flags), "jit_compile": jit_compile, **hparams}
+    return size, kind.fit_recipe(kind.recipe(recipe), changes, architecture)

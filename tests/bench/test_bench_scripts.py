@@ -75,7 +75,7 @@ def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
 ):
     # Both arms keep the preset's encoder dropout (0.0 in this project's
     # exports); the recorded config said the recipe's 0.1.
-    from electra_tf.finetuning import tagging
+    from electra_tf.finetuning import trainer
     from electra_tf.models.token_classifier import ElectraTokenClassifier
 
     for split in ("train", "dev"):
@@ -87,13 +87,13 @@ def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
         backbone = types.SimpleNamespace(hidden_dim=64, dropout=0.0)
         return types.SimpleNamespace(backbone=backbone)
 
-    def run_tagging(data, make_tagger, config, output_dir, seeds, verbose):
-        make_tagger()
+    def run_finetuning(task, output_dir, seeds, verbose):
+        task.build_model()
         result = {"dev": {"dev": {"accuracy": 0.5}}, "best_epoch": 1}
         return {"seeds": {seed: result for seed in seeds}}
 
     monkeypatch.setattr(ElectraTokenClassifier, "from_preset", from_preset)
-    monkeypatch.setattr(tagging, "run_tagging", run_tagging)
+    monkeypatch.setattr(trainer, "run_finetuning", run_finetuning)
     from bench.studies import tagging_pretrained_vs_random
 
     output = tmp_path / "report.json"

@@ -234,7 +234,7 @@ def test_test_split_is_scored_once_after_training_with_the_trained_model():
 
 def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monkeypatch):
     """Fails if the test file is opened before the epoch is chosen."""
-    from electra_tf.finetuning import tagging, tagging_data
+    from electra_tf.finetuning import tagging, tagging_data, trainer
 
     pos_dir = pathlib.Path(__file__).parents[2] / "electra_tf/assets/tasks/brown_pos"
     reads, trained = [], []
@@ -248,13 +248,13 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
         def predict_tags(self, words, batch_size):
             return [["NOUN"] * len(w) for w in words]
 
-    def finetune_tagger_seed(make_tagger, data, config, seed, verbose):
+    def finetune_seed(task, seed, verbose):
         trained.append(seed)
         return Tagger(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.3}}}
 
     monkeypatch.setattr(tagging_data, "read_conll", read_conll)
     monkeypatch.setattr(tagging, "read_conll", read_conll)
-    monkeypatch.setattr(tagging, "finetune_tagger_seed", finetune_tagger_seed)
+    monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
     args = argparse.Namespace(pos_dir=str(pos_dir))
     results = study.finetune_tagging(
         args,
@@ -307,7 +307,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
     tmp_path, monkeypatch
 ):
     """Fails if test.tsv is opened before the epoch is chosen."""
-    from electra_tf.finetuning import classification, glue_readers
+    from electra_tf.finetuning import glue_readers, trainer
 
     task_dir = tmp_path / "sentiment"
     task_dir.mkdir()
@@ -326,13 +326,13 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
             labels = [int(y) for _, batch in dataset for y in batch.numpy()]
             return {"accuracy": sum(y == 0 for y in labels) / len(labels)}
 
-    def finetune_seed(make_classifier, task, data, config, seed, verbose):
-        assert len(data.train) == 4 and not data.test
+    def finetune_seed(task, seed, verbose):
+        assert len(task.data.train) == 4 and not task.data.test
         trained.append(seed)
         return Classifier(), {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.5}}}
 
     monkeypatch.setattr(glue_readers, "read_glue_tsv", read_glue_tsv)
-    monkeypatch.setattr(classification, "finetune_seed", finetune_seed)
+    monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
     results = study.finetune_classification(
         argparse.Namespace(sentiment_dir=str(task_dir)),
         config=types.SimpleNamespace(eval_batch_size=8),

@@ -14,11 +14,7 @@ import pytest
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.finetuning.classification import (
-    build_classifier,
-    finetune_seed,
-    run_finetuning,
-)
+from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.custom_data import (
     DataFileError,
     infer_label_type,
@@ -29,6 +25,8 @@ from electra_tf.finetuning.custom_data import (
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData, read_glue_tsv
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.settings import FinetuningConfig
+from electra_tf.finetuning.starting_point import StartingPoint
+from electra_tf.finetuning.trainer import finetune_seed, run_finetuning
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE
 
@@ -337,19 +335,15 @@ def rt_polarity_runs(tmp_path_factory):
         label_column="sentiment",
     )
 
-    def maker(task):
-        return lambda: build_classifier(
-            task,
-            config,
-            model_config=model_config,
-            vocabulary=Vocabulary(tuple(vocabulary)),
-        )
-
+    start = StartingPoint(None, model_config, Vocabulary(tuple(vocabulary)))
     _, glue_results = finetune_seed(
-        maker(sst2), sst2, glue_data, config, seed=3, verbose=0
+        ClassificationTask(glue_data, config, start), seed=3, verbose=0
     )
     summary = run_finetuning(
-        task, custom_data, maker(task), config, str(root / "run"), seeds=(3,), verbose=0
+        ClassificationTask(custom_data, config, start),
+        str(root / "run"),
+        seeds=(3,),
+        verbose=0,
     )
     return root / "run", glue_results, summary
 

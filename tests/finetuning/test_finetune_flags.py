@@ -11,15 +11,19 @@ import pytest
 import electra_tf.finetuning.finetune
 from electra_tf.cli.finetune import main, parse_args
 from electra_tf.config import ConfigError
-from electra_tf.finetuning.question_answering import QuestionAnsweringConfig
+from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.question_answering import (
+    QuestionAnsweringConfig,
+    QuestionAnsweringTask,
+)
 from electra_tf.finetuning.settings import (
     FinetuningConfig,
     FinetuningFlags,
     check_output_dir,
     flag_overrides,
     resolve_finetuning_config,
-    settings_that_apply,
 )
+from electra_tf.finetuning.tagging import TaggingTask
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GLUE = ["--pretrained", "none", "--data-dir", str(REPO / "tests/fixtures/glue")]
@@ -87,6 +91,11 @@ def _error(capsys, argv):
             "--hparams pooling does not apply to --task tagging (it is for "
             "classification and regression)",
         ),
+        (
+            ["--task", "squad2", *SQUAD, "--hparams", '{"head_dropout": 0.2}'],
+            "--hparams head_dropout does not apply to --task squad2 (the span head "
+            "has no dropout)",
+        ),
     ],
     ids=[
         "max-seq-length-2-tagging",
@@ -102,6 +111,7 @@ def _error(capsys, argv):
         "data-dir-tagging",
         "tfds-and-files-tagging",
         "hparams-pooling-tagging",
+        "hparams-head-dropout-squad",
     ],
 )
 def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
@@ -146,38 +156,34 @@ def _logged_recipe(flags, caplog, monkeypatch):
     (the run itself stubbed: no model is built)."""
     given = {}
 
-    def run_tagging(data, make_tagger, config, *args, **kwargs):
-        given["config"] = config
-        return {}
-
-    def run_finetuning(task, data, make_classifier, config, *args, **kwargs):
-        given["config"] = config
+    def run_finetuning(task, *args, **kwargs):
+        given["task"] = task
         return {}
 
     module = electra_tf.finetuning.finetune
-    monkeypatch.setattr(module, "run_tagging", run_tagging)
     monkeypatch.setattr(module, "run_finetuning", run_finetuning)
     caplog.set_level("INFO", logger=module.__name__)
     module.finetune(flags)
     (line,) = [m for m in caplog.messages if " recipe for " in m]
     caplog.clear()
-    return line, given["config"]
+    return line, given["task"]
 
 
 def test_the_tagging_log_shows_only_settings_that_apply_to_tagging(
     caplog, monkeypatch, tmp_path
 ):
     flags = FinetuningFlags(task="tagging", pretrained="none", max_seq_length=64)
-    line, config = _logged_recipe(
+    line, task = _logged_recipe(
         dataclasses.replace(flags, output_dir=str(tmp_path / "tagging")),
         caplog,
         monkeypatch,
     )
+    assert isinstance(task, TaggingTask) and task.config.max_seq_length == 64
     assert line.startswith("tiny recipe for tagging: {")
     assert "'max_seq_length': 64" in line and "'reinit_layers': 0" in line
     for name in ("pooling", "swap_pairs"):
         assert f"'{name}'" not in line
-        assert name not in settings_that_apply(config, tagging=True)
+        assert name not in task.settings()
     # A classification run reads them, and shows them.
     line, _ = _logged_recipe(
         FinetuningFlags(data_dir=GLUE[-1], pretrained="none", output_dir=str(tmp_path)),
@@ -190,13 +196,18 @@ def test_the_tagging_log_shows_only_settings_that_apply_to_tagging(
 
 def test_max_seq_length_flag_reaches_every_config():
     flags = FinetuningFlags(max_seq_length=96, epochs=2)
-    _, config = resolve_finetuning_config(flags, 64, jit_compile=False)
-    assert (config.max_seq_length, config.epochs) == (96, 2)
-    squad = QuestionAnsweringConfig().override(**flag_overrides(flags))
-    assert (squad.max_seq_length, squad.epochs) == (96, 2)
+    encoder = {"hidden_dim": 64, "max_sequence_length": 128}
+    for kind in (ClassificationTask, TaggingTask, QuestionAnsweringTask):
+        size, config = resolve_finetuning_config(
+            flags, kind, encoder, jit_compile=False
+        )
+        assert size == "tiny" and isinstance(config, kind.config_class)
+        assert (config.max_seq_length, config.epochs) == (96, 2)
     # --hparams still wins over the flag, as for every other field.
     flags = FinetuningFlags(max_seq_length=64, hparams='{"max_seq_length": 32}')
-    _, config = resolve_finetuning_config(flags, 64, jit_compile=False)
+    _, config = resolve_finetuning_config(
+        flags, ClassificationTask, encoder, jit_compile=False
+    )
     assert config.max_seq_length == 32
     with pytest.raises(ConfigError, match="--epochs must be >= 1, got -1"):
         flag_overrides(FinetuningFlags(epochs=-1))

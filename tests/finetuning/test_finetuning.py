@@ -16,20 +16,20 @@ import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.classification import (
+    ClassificationTask,
     build_classifier,
     load_task_data,
-    make_optimizer,
-    run_finetuning,
 )
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.settings import (
     RECIPES,
     FinetuningConfig,
     FinetuningFlags,
-    random_init_model,
     recipe_for_width,
 )
+from electra_tf.finetuning.starting_point import StartingPoint, random_init_model
 from electra_tf.finetuning.tagging import build_token_classifier
+from electra_tf.finetuning.trainer import make_optimizer, run_finetuning
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE
@@ -200,15 +200,10 @@ def mnli_run(tmp_path_factory):
     config = FinetuningConfig(
         learning_rate=1e-3, epochs=2, batch_size=2, max_seq_length=32
     )
-    data = load_task_data(task, str(GLUE_DIR))
-
-    def make_classifier():
-        return build_classifier(
-            task,
-            config,
-            model_config=tiny_model_config(),
-            vocabulary=Vocabulary(tuple(VOCABULARY)),
-        )
+    start = StartingPoint(None, tiny_model_config(), Vocabulary(tuple(VOCABULARY)))
+    classification = ClassificationTask(
+        load_task_data(task, str(GLUE_DIR)), config, start
+    )
 
     # The run's log (caplog is per test; this fixture serves the module).
     records = []
@@ -220,10 +215,7 @@ def mnli_run(tmp_path_factory):
     logger.setLevel(logging.INFO)
     try:
         summary = run_finetuning(
-            task,
-            data,
-            make_classifier,
-            config,
+            classification,
             str(output_dir),
             seeds=(1, 2),
             run_info={"pretrained": "none"},

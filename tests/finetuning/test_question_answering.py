@@ -13,12 +13,16 @@ from electra_tf.config import ConfigError, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.question_answering import (
     QuestionAnsweringConfig,
+    QuestionAnsweringTask,
     build_question_answerer,
-    finetune_squad,
     fit_to_encoder,
+    load_squad_data,
 )
+from electra_tf.finetuning.settings import RECIPES
 from electra_tf.finetuning.squad_data import load_squad_split
 from electra_tf.finetuning.squad_metrics import evaluate_v2
+from electra_tf.finetuning.starting_point import StartingPoint
+from electra_tf.finetuning.trainer import run_finetuning
 
 REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
@@ -26,7 +30,7 @@ FIXTURE = str(REPO / "tests" / "fixtures" / "squad")
 
 @pytest.mark.slow
 def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
-    """`finetune/run.py --task squad2 --data-dir ...`'s library function."""
+    """`finetune/run.py --task squad2 --data-dir ...` through the library."""
     vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/vocab.txt")
     model_config = ModelConfig(
         vocabulary_size=vocabulary.size,
@@ -36,7 +40,7 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
         num_heads=2,
         max_sequence_length=64,
     )
-    overrides = dict(
+    config = QuestionAnsweringConfig(
         learning_rate=1e-3,
         epochs=2,
         batch_size=16,
@@ -54,17 +58,14 @@ def test_squad2_run_writes_metrics_predictions_and_exports(tmp_path):
     train["data"][0]["paragraphs"][0]["qas"][0]["answers"][0]["answer_start"] += 1
     (data_dir / "train-v2.0.json").write_text(json.dumps(train))
     dev = load_squad_split(2, "dev", FIXTURE)
-    output_dir, summary = finetune_squad(
-        2,
-        data_dir=str(data_dir),
-        output_dir=str(tmp_path),
-        overrides=overrides,
-        model_config=model_config,
-        vocabulary=vocabulary,
-        verbose=0,
+    task = QuestionAnsweringTask(
+        load_squad_data(2, str(data_dir)),
+        config,
+        StartingPoint(None, model_config, vocabulary),
     )
-    assert output_dir == str(tmp_path)
+    summary = run_finetuning(task, str(tmp_path), verbose=0)
     assert summary["config"]["doc_stride"] == 32
+    assert "pooling" not in summary["config"]  # only what question answering reads
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert metrics["best_seed"] == 1
     assert metrics["score_definition"] == (
@@ -137,9 +138,9 @@ def test_squad_without_data_is_one_clear_error():
     from electra_tf.finetuning.squad_data import SquadDataError
 
     with pytest.raises(SquadDataError, match="needs --data-dir"):
-        finetune_squad(1)
+        load_squad_data(1)
     with pytest.raises(SquadDataError, match="train-v2.0.json not found"):
-        finetune_squad(2, data_dir=str(REPO / "nowhere"))
+        load_squad_data(2, str(REPO / "nowhere"))
 
 
 @pytest.mark.parametrize(
@@ -177,7 +178,8 @@ def test_windows_follow_a_short_encoder_unless_set():
     """The CPU demo's export has 128 positions: the paper's 512-token windows
     would not fit, so the defaults follow the encoder (README's SQuAD command
     on README command 1's export)."""
-    recipe = QuestionAnsweringConfig()
+    recipe = QuestionAnsweringTask.recipe(RECIPES["base"])  # 512-token windows
+    assert isinstance(recipe, QuestionAnsweringConfig) and recipe.epochs == 0
     fitted = fit_to_encoder(recipe, 128, {})
     assert (fitted.max_seq_length, fitted.max_query_length) == (128, 64)
     short = fit_to_encoder(recipe, 128, {"max_seq_length": 64})

@@ -1,6 +1,6 @@
 """Token classification: CoNLL reader, span metrics against seqeval, the
 preprocessor's word-to-piece alignment and windows, and a tiny tagger trained
-with `run_tagging` on the bundled Brown POS excerpt, reloaded from
+with `run_finetuning` on the bundled Brown POS excerpt, reloaded from
 `tagger.keras` and served as a raw-text SavedModel in a fresh process that
 cannot import electra_tf.
 """
@@ -26,11 +26,8 @@ import electra_tf.models.token_classifier
 import electra_tf.models.token_classifier_preprocessor
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.settings import FinetuningConfig
-from electra_tf.finetuning.tagging import (
-    build_token_classifier,
-    load_tagging_data,
-    run_tagging,
-)
+from electra_tf.finetuning.starting_point import StartingPoint
+from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
 from electra_tf.finetuning.tagging_data import TaggingDataError, read_conll
 from electra_tf.finetuning.tagging_metrics import (
     is_span_tag_set,
@@ -38,6 +35,7 @@ from electra_tf.finetuning.tagging_metrics import (
     spans,
     token_accuracy,
 )
+from electra_tf.finetuning.trainer import run_finetuning
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
     split_words,
@@ -270,18 +268,9 @@ def tagging_run(vocabulary, tmp_path_factory):
     model_config = get_preset("tiny").model.override(
         vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=SEQUENCE_LENGTH
     )
-    summary = run_tagging(
-        data,
-        lambda: build_token_classifier(
-            data.tags,
-            config,
-            model_config=model_config,
-            vocabulary=Vocabulary(tuple(vocabulary)),
-        ),
-        config,
-        str(output_dir),
-        seeds=(1,),
-        verbose=0,
+    start = StartingPoint(None, model_config, Vocabulary(tuple(vocabulary)))
+    summary = run_finetuning(
+        TaggingTask(data, config, start), str(output_dir), seeds=(1,), verbose=0
     )
     return output_dir, summary, data
 

@@ -1,0 +1,137 @@
+"""`FinetuningTask`: what a kind of fine-tuning states; the trainer does the rest.
+
+One recipe fine-tunes every kind of task (google-research/electra's
+`finetune/task.py` and `run_finetuning.py`; TF Model Garden's
+`official/nlp/tasks`): `trainer.run_finetuning` takes a task and, for each seed,
+builds its model, fits it with ELECTRA's optimizer, scores dev after every
+epoch and keeps the best epoch; then it writes `metrics.json` (every seed, the
+median over seeds) and the best seed's predictions, SavedModel and Keras file.
+A task is one kind's data, the run's `FinetuningConfig` and the
+`StartingPoint`; the kinds, one module each, state what differs:
+
+* `classification.ClassificationTask`: GLUE and your own files (classes or
+  scores; `ElectraTextClassifier`);
+* `tagging.TaggingTask`: CoNLL files (`ElectraTokenClassifier`);
+* `question_answering.QuestionAnsweringTask`: SQuAD 1.1 and 2.0
+  (`ElectraQuestionAnswerer`).
+
+A fourth kind is a subclass in a module of its own, listed in
+`finetune.TASK_KINDS` (finetune/README.md has the steps).
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
+from electra_tf.finetuning.starting_point import StartingPoint
+
+
+class FinetuningTask:
+    """One kind of fine-tuning: its data, model, dev score and outputs.
+
+    Subclasses set the class attributes and implement the methods that raise
+    `NotImplementedError`; the trainer calls them in this order: `build_model`,
+    `training_data`, `compile_arguments`, `evaluate` (after every epoch), and
+    `write_outputs` for the best seed.
+    """
+
+    # The `--task` values that choose this kind (lower case).
+    names: tuple[str, ...] = ()
+    # Its configuration: `FinetuningConfig`, or a subclass adding its fields.
+    config_class: type[FinetuningConfig] = FinetuningConfig
+    # The kind's recipe beside the size's (`settings.RECIPES`), e.g. SQuAD's
+    # 512-token windows.
+    recipe_changes: dict = {}
+    # Passes over the training data when `config.epochs` is 0.
+    default_epochs: int = 3
+    # `FinetuningConfig` fields this kind does not read, each with the reason;
+    # they are neither logged nor recorded, and refused in `--hparams`.
+    settings_not_read: dict[str, str] = {}
+    # The best seed's Keras file, under the output directory.
+    model_file: str = "model.keras"
+
+    def __init__(self, data, config: FinetuningConfig, starting_point: StartingPoint):
+        self.data = data
+        self.config = config
+        self.starting_point = starting_point
+
+    # --- From the command line ---
+
+    @classmethod
+    def load_data(cls, flags: FinetuningFlags) -> tuple[object, dict]:
+        """Reads the kind's data flags (refusing those it would ignore) and
+        loads the data; returns it and what `metrics.json` records of where it
+        came from (`{"data": path or "tfds", ...}`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def recipe(cls, size_recipe: FinetuningConfig) -> FinetuningConfig:
+        """The kind's recipe for a model size: the size's (`settings.RECIPES`)
+        as a `config_class`, with `recipe_changes`."""
+        return cls.config_class(**size_recipe.to_dict()).override(**cls.recipe_changes)
+
+    @classmethod
+    def fit_recipe(
+        cls, recipe: FinetuningConfig, changes: dict, architecture: dict
+    ) -> FinetuningConfig:
+        """The run's config: the recipe with `changes` (flags, `--hparams`)
+        applied, fitted to the encoder's `architecture` where a kind needs it."""
+        return recipe.override(**changes)
+
+    # --- What a run records ---
+
+    @property
+    def name(self) -> str:
+        """The run's name in logs, `metrics.json` and the default output directory."""
+        raise NotImplementedError
+
+    @property
+    def epochs(self) -> int:
+        return self.config.epochs or self.default_epochs
+
+    def settings(self) -> dict:
+        """The config as logged and recorded: the settings this kind reads."""
+        settings = self.config.to_dict()
+        for name in self.settings_not_read:
+            del settings[name]
+        return settings
+
+    def score_definition(self) -> str:
+        """What the dev score that picks epochs and seeds is, in words."""
+        raise NotImplementedError
+
+    def facts(self) -> dict:
+        """What `metrics.json` records about the data (e.g. `train_examples`)."""
+        return {}
+
+    # --- One seed's training ---
+
+    def build_model(self) -> keras.Model:
+        """A fresh model (a keras-hub `Task` with its preprocessor and a
+        `backbone` encoder), after the seed is set."""
+        raise NotImplementedError
+
+    def training_data(
+        self, model: keras.Model, seed: int
+    ) -> tuple[tf.data.Dataset, int]:
+        """Training batches for `model.fit`, shuffled with `seed`, and the
+        number of examples in an epoch (the schedule's steps count from it)."""
+        raise NotImplementedError
+
+    def compile_arguments(self) -> dict:
+        """Arguments of `model.compile` beside the optimizer (loss, metrics)."""
+        return {}
+
+    def evaluate(self, model: keras.Model, logs: dict) -> tuple[dict, float]:
+        """Scores dev: `(dev results, score)`, higher is better; adds `val_*`
+        entries to the epoch's `logs` (TensorBoard, `History`)."""
+        raise NotImplementedError
+
+    # --- The best seed ---
+
+    def write_outputs(self, model: keras.Model, output_dir: str) -> dict:
+        """Writes test predictions and the raw-text SavedModel
+        (`<output_dir>/saved_model`); returns their paths for `metrics.json`."""
+        raise NotImplementedError

@@ -1,0 +1,168 @@
+"""The one fine-tuning loop every task kind runs: seeds, best epoch, medians, outputs.
+
+`run_finetuning(task, output_dir, seeds)` fine-tunes once per seed
+(`finetune_seed`: the model built after the seed is set, `model.fit` with
+ELECTRA's optimizer, dev scored after every epoch and the best epoch restored)
+and writes to `output_dir`:
+
+* `metrics.json`: the run's settings, per seed and epoch the train and dev
+  metrics and scores, each seed's best epoch, and the median over seeds
+  (ELECTRA reports medians); rewritten after every seed, so a run cut short
+  keeps what it finished;
+* `logs/seed_<n>/`: TensorBoard event files (train and dev metrics);
+* the best-scoring seed's outputs: test predictions and a raw-text
+  `saved_model/` (`FinetuningTask.write_outputs`) and its Keras file.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from electra_tf.config import ConfigError
+from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.json_file import write_json
+from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
+from electra_tf.finetuning.settings import FinetuningConfig
+from electra_tf.finetuning.task import FinetuningTask
+from electra_tf.optimization.optimizer import ElectraAdam
+from electra_tf.optimization.schedule import WarmupPolynomialDecay
+
+logger = logging.getLogger(__name__)
+
+
+def make_optimizer(
+    config: FinetuningConfig, num_layers: int, total_steps: int
+) -> ElectraAdam:
+    """`ElectraAdam` with warm-up x linear decay and layer-wise LR multipliers."""
+    schedule = WarmupPolynomialDecay(
+        config.learning_rate,
+        warmup_steps=int(config.warmup_fraction * total_steps),
+        total_steps=total_steps,
+    )
+    return ElectraAdam(
+        learning_rate=schedule,
+        weight_decay=config.weight_decay,
+        epsilon=config.adam_epsilon,
+        learning_rate_multipliers=layerwise_learning_rate_multipliers(
+            num_layers,
+            config.layerwise_decay,
+            corrected=config.corrected_layerwise_decay,
+        ),
+        global_clipnorm=config.clip_norm or None,
+    )
+
+
+class DevEvaluation(BestEpochSelection):
+    """Scores dev with the task's `evaluate` after each epoch; keeps the best."""
+
+    def __init__(self, task: FinetuningTask, patience: int = 0):
+        super().__init__(patience)
+        self.task = task
+
+    def evaluate(self, logs):
+        return self.task.evaluate(self.model, logs)
+
+
+def finetune_seed(
+    task: FinetuningTask,
+    seed: int,
+    log_dir: str | None = None,
+    verbose: int | str = 2,
+) -> tuple[keras.Model, dict]:
+    """Fine-tunes one model with `seed`; returns it (best epoch) and its results.
+
+    The seed fixes the head's initialisation, dropout and the order of the
+    training data.
+    """
+    config = task.config
+    keras.utils.set_random_seed(seed)
+    model = task.build_model()
+    dataset, examples = task.training_data(model, seed)
+    total_steps = task.epochs * math.ceil(examples / config.batch_size)
+    model.compile(
+        optimizer=make_optimizer(config, model.backbone.num_layers, total_steps),
+        jit_compile=config.jit_compile,
+        **task.compile_arguments(),
+    )
+    evaluation = DevEvaluation(task, patience=config.early_stopping_patience)
+    callbacks = [evaluation]
+    if log_dir:
+        callbacks.append(keras.callbacks.TensorBoard(log_dir))
+    model.fit(
+        dataset,
+        shuffle=False,  # the dataset shuffles itself, seeded
+        epochs=task.epochs,
+        callbacks=callbacks,
+        verbose=verbose,
+    )
+    return model, evaluation.results(seed)
+
+
+def median_over_seeds(values: list):
+    """The median of numbers, or of each entry of (nested) dicts of numbers."""
+    if isinstance(values[0], dict):
+        return {key: median_over_seeds([v[key] for v in values]) for key in values[0]}
+    return float(np.median(values))
+
+
+def run_finetuning(
+    task: FinetuningTask,
+    output_dir: str,
+    seeds: Sequence[int] = (1,),
+    run_info: dict | None = None,
+    verbose: int | str = 2,
+) -> dict:
+    """Fine-tunes with every seed, then predicts and exports with the best.
+
+    Args:
+        task: the data, config and starting point, of any kind.
+        output_dir: where metrics, logs, predictions and exports go.
+        seeds: one run each; the dev metrics' median is reported.
+        run_info: extra facts recorded in `metrics.json` (e.g. the
+            pre-trained model's path).
+        verbose: Keras' `fit` verbosity.
+
+    Returns:
+        The contents of `metrics.json`.
+    """
+    if not seeds:
+        raise ConfigError("at least one seed is needed")
+    tf.io.gfile.makedirs(output_dir)
+    metrics_file = os.path.join(output_dir, "metrics.json")
+    summary = {
+        "task": task.name,
+        **(run_info or {}),
+        "config": task.settings(),
+        "epochs": task.epochs,
+        **task.facts(),
+        "score_definition": task.score_definition(),
+        "seeds": {},
+    }
+    explain_score(task.name, summary["score_definition"])
+    best_model, best = None, None
+    for seed in seeds:
+        logger.info("%s: fine-tuning with seed %d", task.name, seed)
+        log_dir = os.path.join(output_dir, "logs", f"seed_{seed}")
+        model, results = finetune_seed(task, seed, log_dir, verbose)
+        summary["seeds"][str(seed)] = results
+        per_seed = list(summary["seeds"].values())
+        summary["median"] = {
+            "dev": median_over_seeds([r["dev"] for r in per_seed]),
+            "score": median_over_seeds([r["score"] for r in per_seed]),
+        }
+        if best is None or results["score"] > best["score"]:
+            best_model, best = model, results
+        write_json(metrics_file, summary)
+    summary["best_seed"] = best["seed"]
+    summary.update(task.write_outputs(best_model, output_dir))
+    summary["keras_model"] = os.path.join(output_dir, task.model_file)
+    best_model.save(summary["keras_model"])
+    write_json(metrics_file, summary)
+    return summary
