@@ -474,21 +474,14 @@ def load_custom_data(
                 "needs at least two classes"
             )
     task = custom_task(text_columns, label_column, classes, name=name)
-    train = GlueExamples(
-        task,
-        "train",
-        train_texts,
-        label_array(train_file, train_labels, train_lines, classes),
-        source=os.fspath(train_file),
-    )
+
+    def examples(split, path, texts, labels, lines):
+        labels = label_array(path, labels, lines, classes)
+        return GlueExamples(task, split, texts, labels, source=os.fspath(path))
+
+    train = examples("train", train_file, train_texts, train_labels, train_lines)
     _log_labels(train_file, label_type, inferred, train_labels, classes)
-    dev = GlueExamples(
-        task,
-        "dev",
-        dev_texts,
-        label_array(dev_file, dev_labels, dev_lines, classes),
-        source=os.fspath(dev_file),
-    )
+    dev = examples("dev", dev_file, dev_texts, dev_labels, dev_lines)
     test = {}
     if test_file:
         test_texts, _, _ = read_labelled_file(test_file, text_columns, None)

@@ -117,19 +117,15 @@ class GlueExamples:
         # that is a pair of tensors for `(x, y)`, so a bare sentence pair
         # would be read as (first sentence, label).
         elements = (x,) if self.labels is None else (x, self.labels)
-        dataset = tf.data.Dataset.from_tensor_slices(elements)
-        if shuffle:
-            # A full-size buffer: GLUE splits fit in memory as strings.
-            dataset = dataset.shuffle(
-                len(self), seed=seed, reshuffle_each_iteration=True
-            )
-        if group_by_length:
-            dataset = length_grouping.group_by_length(
-                dataset, _words_of_element, batch_size, max_words
-            )
-        else:
-            dataset = dataset.batch(batch_size)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return length_grouping.batches(
+            elements,
+            _words_of_element,
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            grouped=group_by_length,
+            max_words=max_words,
+        )
 
 
 def _words_of_element(x, *labels):
@@ -245,17 +241,16 @@ def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
             )
     if not texts[0]:
         raise GlueDataError(f"{path}: the {split} split has no examples")
-    return GlueExamples(
-        task=task,
-        split=split,
-        texts=tuple(tuple(segment) for segment in texts),
-        labels=_label_array(task, labels) if labelled else None,
-        source=path,
-    )
+    return _examples(task, split, texts, labels if labelled else None, path)
 
 
-def _label_array(task: GlueTask, labels) -> np.ndarray:
-    return np.asarray(labels, dtype="float32" if task.is_regression else "int32")
+def _examples(task: GlueTask, split: str, texts, labels, source: str) -> GlueExamples:
+    """The split as read (`labels` None: unlabelled), labels as an array."""
+    if labels is not None:
+        dtype = "float32" if task.is_regression else "int32"
+        labels = np.asarray(labels, dtype=dtype)
+    texts = tuple(tuple(segment) for segment in texts)
+    return GlueExamples(task, split, texts, labels, source=source)
 
 
 def load_tfds_split(
@@ -295,13 +290,7 @@ def load_tfds_split(
             )
     if labelled and task.is_regression:
         labels = [label / task.label_scale for label in labels]
-    return GlueExamples(
-        task=task,
-        split=split,
-        texts=tuple(tuple(segment) for segment in texts),
-        labels=_label_array(task, labels) if labelled else None,
-        source=source,
-    )
+    return _examples(task, split, texts, labels if labelled else None, source)
 
 
 def load_glue_split(

@@ -25,6 +25,31 @@ import tensorflow as tf
 WORDS_PER_GROUP = 8
 
 
+def batches(
+    elements,
+    word_count,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int | None = None,
+    grouped: bool = False,
+    max_words: int = 128,
+) -> tf.data.Dataset:
+    """`elements` (a structure of in-memory tensors, one example a row) as
+    batches for `fit`: shuffled whole with `seed` every epoch if `shuffle`,
+    then grouped by `word_count(*element)` (`group_by_length`) if `grouped`,
+    else in order, with a smaller last batch."""
+    dataset = tf.data.Dataset.from_tensor_slices(elements)
+    if shuffle:
+        dataset = dataset.shuffle(
+            dataset.cardinality(), seed=seed, reshuffle_each_iteration=True
+        )
+    if grouped:
+        dataset = group_by_length(dataset, word_count, batch_size, max_words)
+    else:
+        dataset = dataset.batch(batch_size)
+    return dataset.prefetch(tf.data.AUTOTUNE)
+
+
 def group_by_length(
     dataset: tf.data.Dataset, word_count, batch_size: int, max_words: int
 ) -> tf.data.Dataset:

@@ -263,14 +263,19 @@ def examples_from_json(
                     raise SquadDataError(f"{source}: question {qid} has no answer")
                 examples.append(
                     SquadExample(
-                        qid=str(qid),
-                        question=qa["question"],
-                        context=context,
-                        answers=tuple(answers),
-                        is_impossible=impossible,
-                        title=title,
+                        str(qid),
+                        qa["question"],
+                        context,
+                        tuple(answers),
+                        impossible,
+                        title,
                     )
                 )
+    return _checked(source, examples, misaligned, answer_count)
+
+
+def _checked(source, examples, misaligned, answer_count) -> list[SquadExample]:
+    """`examples`, unless there are none or most answers are misaligned."""
     _check_misaligned(source, misaligned, answer_count)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
@@ -326,20 +331,12 @@ def examples_from_tfds(
         for text, start in zip(texts, starts):
             _check_answer(source, qid, context, text, start, misaligned)
         answer_count += len(texts)
+        question = _text(record["question"])
+        answers = tuple(zip(texts, starts))
         examples.append(
-            SquadExample(
-                qid=qid,
-                question=_text(record["question"]),
-                context=context,
-                answers=tuple(zip(texts, starts)),
-                is_impossible=impossible,
-                title=title,
-            )
+            SquadExample(qid, question, context, answers, impossible, title)
         )
-    _check_misaligned(source, misaligned, answer_count)
-    if not examples:
-        raise SquadDataError(f"{source}: no questions")
-    return examples
+    return _checked(source, examples, misaligned, answer_count)
 
 
 def load_tfds_squad(

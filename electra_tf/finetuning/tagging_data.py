@@ -82,18 +82,15 @@ class TaggedSentences:
         else:
             ids = [[tag_ids[tag] for tag in tags] for tags in self.tags]
             elements = (words, tf.ragged.constant(ids, dtype=tf.int32))
-        dataset = tf.data.Dataset.from_tensor_slices(elements)
-        if shuffle:
-            dataset = dataset.shuffle(
-                len(self), seed=seed, reshuffle_each_iteration=True
-            )
-        if group_by_length:
-            dataset = length_grouping.group_by_length(
-                dataset, lambda words, *tags: tf.size(words), batch_size, max_words
-            )
-        else:
-            dataset = dataset.batch(batch_size)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        return length_grouping.batches(
+            elements,
+            lambda words, *tags: tf.size(words),
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            grouped=group_by_length,
+            max_words=max_words,
+        )
 
 
 def read_conll(path, labelled: bool = True) -> TaggedSentences:
