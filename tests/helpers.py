@@ -24,6 +24,17 @@ TF1_STEP = 766_000
 SPECIAL_TOKEN_IDS = dict(
     pad_token_id=PAD, cls_token_id=CLS, sep_token_id=SEP, mask_token_id=MASK
 )
+# An `ElectraEncoder` small enough to build and trace in a second or two.
+TINY_ENCODER = dict(
+    vocabulary_size=50,
+    num_layers=1,
+    num_heads=2,
+    hidden_dim=16,
+    embedding_dim=8,
+    intermediate_dim=32,
+    dropout=0.0,
+    max_sequence_length=8,
+)
 
 
 def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULARY_SIZE):
@@ -44,6 +55,21 @@ def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULAR
     return {
         "token_ids": token_ids,
         "segment_ids": segment_ids,
+        "padding_mask": padding_mask,
+    }
+
+
+def encoder_inputs(token_ids, real=None):
+    """The encoder's inputs for `token_ids` (one segment), padded past `real`
+    tokens (None: past the [PAD] ids)."""
+    token_ids = np.asarray(token_ids, "int32")
+    padding_mask = (token_ids != PAD).astype("int32")
+    if real is not None:
+        padding_mask = np.zeros_like(token_ids)
+        padding_mask[:, :real] = 1
+    return {
+        "token_ids": token_ids,
+        "segment_ids": np.zeros_like(token_ids),
         "padding_mask": padding_mask,
     }
 
