@@ -99,6 +99,7 @@ class GlueExamples:
         seed: int | None = None,
         group_by_length: bool = False,
         max_words: int = 128,
+        pool_remainders: bool = False,
     ) -> tf.data.Dataset:
         """Batches of raw strings (and labels) for the task API's `fit`.
 
@@ -108,8 +109,10 @@ class GlueExamples:
         classifier's preprocessor tokenizes them inside `fit`/`predict`. The
         last batch may be smaller (nothing is dropped, so evaluation sees
         every example), except with `group_by_length`: shuffled examples
-        batched with others of similar length, up to `max_words` words
-        (`electra_tf.finetuning.length_grouping`; for training).
+        batched with others of similar length, up to `max_words` words, the
+        groups' last batches smaller or, with `pool_remainders` (XLA), pooled
+        (`electra_tf.finetuning.length_grouping`; for training). The dataset's
+        cardinality is its number of batches.
         """
         texts = tuple(np.array(segment, dtype=object) for segment in self.texts)
         x = texts[0] if len(texts) == 1 else texts
@@ -119,17 +122,15 @@ class GlueExamples:
         elements = (x,) if self.labels is None else (x, self.labels)
         return length_grouping.batches(
             elements,
-            _words_of_element,
             batch_size,
             shuffle=shuffle,
             seed=seed,
-            grouped=group_by_length,
+            word_counts=(
+                length_grouping.words_in_texts(*self.texts) if group_by_length else None
+            ),
             max_words=max_words,
+            pool_remainders=pool_remainders,
         )
-
-
-def _words_of_element(x, *labels):
-    return length_grouping.words_in_text(*(x if isinstance(x, tuple) else (x,)))
 
 
 @dataclasses.dataclass

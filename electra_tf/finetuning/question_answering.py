@@ -172,8 +172,7 @@ class QuestionAnsweringTask(FinetuningTask):
 
     def training_data(self, model, seed):
         windows = training_windows(model.preprocessor, self.data.trained_on)
-        dataset = training_dataset(windows, self.config.batch_size, seed)
-        return dataset, len(windows[0]["token_ids"])
+        return training_dataset(windows, self.config.batch_size, seed)
 
     def evaluate(self, model, logs):
         """Answers the dev questions; the official results go into `logs` as

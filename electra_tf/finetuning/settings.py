@@ -60,7 +60,8 @@ class FinetuningConfig(Config):
     batch_size: int = 32
     # Batch training examples with others of similar length, so that most
     # batches are far shorter than max_seq_length (every batch is cut to its
-    # longest example); see `electra_tf.finetuning.length_grouping`.
+    # longest example); every example is still trained every epoch. See
+    # `electra_tf.finetuning.length_grouping`.
     group_by_length: bool = True
     # Examples per batch when evaluating and predicting.
     eval_batch_size: int = 128

@@ -135,15 +135,15 @@ class TaggingTask(FinetuningTask):
         )
 
     def training_data(self, model, seed):
-        dataset = self.data.train.to_dataset(
+        return self.data.train.to_dataset(
             self.config.batch_size,
             self.data.tag_ids,
             shuffle=True,
             seed=seed,
             group_by_length=self.config.group_by_length,
             max_words=self.config.max_seq_length,
+            pool_remainders=self.config.jit_compile,
         )
-        return dataset, len(self.data.train)
 
     def evaluate(self, model, logs):
         """Tags the dev sentences; scores go into `logs` as `val_<metric>`."""

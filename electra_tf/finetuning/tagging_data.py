@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
@@ -70,12 +71,15 @@ class TaggedSentences:
         seed: int | None = None,
         group_by_length: bool = False,
         max_words: int = 128,
+        pool_remainders: bool = False,
     ) -> tf.data.Dataset:
         """Batches of words (tf.string [batch, (words)]) and tag ids
         (int32 [batch, (words)]) for `ElectraTokenClassifier.fit`; with
         `group_by_length`, shuffled sentences batched with others of similar
-        length, up to `max_words` words (`electra_tf.finetuning.length_grouping`;
-        for training)."""
+        length, up to `max_words` words, the groups' last batches smaller or,
+        with `pool_remainders` (XLA), pooled
+        (`electra_tf.finetuning.length_grouping`; for training). The dataset's
+        cardinality is its number of batches."""
         words = tf.ragged.constant([list(w) for w in self.words], dtype=tf.string)
         if self.tags is None or tag_ids is None:
             elements = (words,)
@@ -84,12 +88,14 @@ class TaggedSentences:
             elements = (words, tf.ragged.constant(ids, dtype=tf.int32))
         return length_grouping.batches(
             elements,
-            lambda words, *tags: tf.size(words),
             batch_size,
             shuffle=shuffle,
             seed=seed,
-            grouped=group_by_length,
+            word_counts=(
+                np.array([len(w) for w in self.words]) if group_by_length else None
+            ),
             max_words=max_words,
+            pool_remainders=pool_remainders,
         )
 
 

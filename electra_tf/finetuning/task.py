@@ -113,11 +113,10 @@ class FinetuningTask:
         `backbone` encoder), after the seed is set."""
         raise NotImplementedError
 
-    def training_data(
-        self, model: keras.Model, seed: int
-    ) -> tuple[tf.data.Dataset, int]:
-        """Training batches for `model.fit`, shuffled with `seed`, and the
-        number of examples in an epoch (the schedule's steps count from it)."""
+    def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
+        """Training batches for `model.fit`, shuffled with `seed`. Their
+        number in an epoch is the dataset's cardinality: Keras and the
+        learning-rate schedule count the steps from it."""
         raise NotImplementedError
 
     def compile_arguments(self) -> dict:

@@ -17,7 +17,6 @@ and writes to `output_dir`:
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Sequence
 
@@ -84,8 +83,14 @@ def finetune_seed(
     config = task.config
     keras.utils.set_random_seed(seed)
     model = task.build_model()
-    dataset, examples = task.training_data(model, seed)
-    total_steps = task.epochs * math.ceil(examples / config.batch_size)
+    dataset = task.training_data(model, seed)
+    steps_per_epoch = int(dataset.cardinality())
+    if steps_per_epoch < 1:
+        raise ValueError(
+            f"{task.name}: the training data has {steps_per_epoch} batches an "
+            "epoch (its cardinality must be known and positive)"
+        )
+    total_steps = task.epochs * steps_per_epoch
     model.compile(
         optimizer=make_optimizer(config, model.backbone.num_layers, total_steps),
         jit_compile=config.jit_compile,

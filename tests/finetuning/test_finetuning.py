@@ -5,6 +5,7 @@ import json
 import logging
 import pathlib
 import shutil
+import warnings
 
 import keras
 import keras_hub
@@ -15,11 +16,13 @@ import tensorflow as tf
 import electra_tf.cli.finetune
 from electra_tf.config import ConfigError
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.classification import (
     ClassificationTask,
     build_classifier,
     load_task_data,
 )
+from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.settings import (
     RECIPES,
@@ -29,7 +32,11 @@ from electra_tf.finetuning.settings import (
 )
 from electra_tf.finetuning.starting_point import StartingPoint, random_init_model
 from electra_tf.finetuning.tagging import build_token_classifier
-from electra_tf.finetuning.trainer import make_optimizer, run_finetuning
+from electra_tf.finetuning.trainer import (
+    finetune_seed,
+    make_optimizer,
+    run_finetuning,
+)
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE
@@ -190,6 +197,48 @@ def test_optimizer_follows_the_recipe():
         "transformer_layer_11/self_attention_layer/query/kernel"
     ) == pytest.approx(0.8**2)
     assert optimizer.learning_rate_multiplier("output_dense/kernel") == 1.0
+
+
+class CountingTask(ClassificationTask):
+    """Records, at each epoch's end, how many examples the epoch trained on
+    (the loss tracker's count, before dev evaluation resets it)."""
+
+    trained: list[int]
+
+    def evaluate(self, model, logs):
+        (loss,) = [m for m in model.metrics if m.name == "loss"]
+        self.trained.append(int(loss.count.numpy()))
+        return super().evaluate(model, logs)
+
+
+def test_grouped_training_trains_every_example_in_the_counted_steps():
+    # Seven sentences in four length groups, none of them a batch: grouping
+    # used to drop every group's partial batch and train no step at all,
+    # while the schedule counted one step an epoch and Keras warned that
+    # the input ran out of data.
+    words = [1, 2, 9, 10, 17, 25, 33]
+    train = GlueExamples(
+        task=get_task("sst2"),
+        split="train",
+        texts=(tuple(" ".join(VOCABULARY[5 : 5 + n]) for n in words),),
+        labels=np.array([0, 1, 0, 1, 0, 1, 0], np.int32),
+    )
+    config = FinetuningConfig(
+        learning_rate=1e-3, epochs=2, batch_size=8, max_seq_length=32
+    )
+    assert config.group_by_length and not config.jit_compile
+    start = StartingPoint(None, tiny_model_config(), Vocabulary(tuple(VOCABULARY)))
+    task = CountingTask(TaskData(train, {"dev": train}, {}), config, start)
+    task.trained = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model, _ = finetune_seed(task, seed=1, verbose=0)
+    assert not [w for w in caught if "ran out of data" in str(w.message)]
+    steps = length_grouping.batches_per_epoch(length_grouping.groups(words, 32), 8)
+    assert steps == 4  # one batch a group
+    assert task.trained == [7, 7]
+    assert int(model.optimizer.iterations) == 2 * steps
+    assert model.optimizer._learning_rate.total_steps == 2 * steps
 
 
 @pytest.fixture(scope="module")

@@ -1,14 +1,11 @@
-"""Batches cut to their longest sequence (`trim_padding`), and training
-batches grouped by length (`length_grouping`): the encoder's outputs at real
-tokens do not change, and grouped epochs keep every batch full and similar."""
+"""Batches cut to their longest sequence (`trim_padding`): the encoder's
+outputs at real tokens do not change, and XLA gets few lengths. Batches
+grouped by length are tested in `tests/finetuning/test_length_grouping.py`."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.finetuning.glue_readers import GlueExamples
-from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.tagging_data import TaggedSentences
 from electra_tf.models.dynamic_padding import trim_padding, trimmed_length
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.presets import get_preset
@@ -46,50 +43,6 @@ def test_trimmed_inputs_give_the_same_outputs_at_real_tokens():
     cut = encoder(trimmed)["sequence_output"].numpy()
     real = batch["padding_mask"][:, :24].astype(bool)
     np.testing.assert_allclose(cut[real], full[:, :24][real], atol=1e-5)
-
-
-def test_grouped_epochs_have_full_batches_of_similar_length_and_reshuffle():
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(1, 60, 600)
-    sentences = TaggedSentences(
-        words=tuple(tuple(f"{j}:{i}" for i in range(n)) for j, n in enumerate(lengths)),
-        tags=tuple(("X",) * n for n in lengths),
-    )
-    dataset = sentences.to_dataset(
-        16, {"X": 0}, shuffle=True, seed=1, group_by_length=True, max_words=64
-    )
-    epochs = []
-    for _ in range(2):
-        seen, spreads = [], []
-        for words, _ in dataset:
-            assert words.nrows() == 16  # no partial batch
-            counts = words.row_lengths().numpy()
-            spreads.append(counts.max() - counts.min())
-            seen += [w[0].decode().split(":")[0] for w in words.to_list()]
-        # Groups of 8 words: a batch's lengths differ by less than 8 (the
-        # last group, beyond 56 words, holds the rest).
-        assert max(spreads) < 8
-        # Dropped: at most one partial batch per group (8 groups here).
-        assert len(seen) == len(set(seen)) > 600 - 8 * 16
-        epochs.append(seen)
-    assert epochs[0] != epochs[1]
-
-
-def test_grouped_text_batches_count_words_of_both_segments():
-    texts_a = tuple(" ".join(["a"] * n) for n in range(1, 41))
-    texts_b = tuple(" ".join(["b"] * (40 - n)) for n in range(1, 41))
-    examples = GlueExamples(
-        task=get_task("mrpc"),
-        split="train",
-        texts=(texts_a, texts_b),
-        labels=np.zeros(40, np.int32),
-    )
-    # Every pair has 40 words in all: one group, two full batches of 20.
-    dataset = examples.to_dataset(
-        20, shuffle=True, seed=0, group_by_length=True, max_words=128
-    )
-    batches = [x for x, _ in dataset]
-    assert [int(tf.shape(b[0])[0]) for b in batches] == [20, 20]
 
 
 def test_a_classifier_cuts_its_batches_closer_in_graph_mode_than_under_xla():
