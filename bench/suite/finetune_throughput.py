@@ -23,13 +23,15 @@ The tasks: `classification` (rt_polarity sentences, as SST-2), `tagging`
 questions and contexts of the repository's fixture,
 `tests/fixtures/squad/train-v1.1.json`, repeated; the windows are made once,
 before training, as a run does, on both sides). Every batch is
-`--batch-size` sentences (qa: windows). `--padding max_length` (the
+`--batch-size` sentences (qa: windows), but for ours the last of each
+epoch (the remainder). `--padding max_length` (the
 default) pads every batch to `--max-seq-length` on both sides, our per-batch
 trimming bypassed: the same work per step, so the ratio is one of step speed
 and MFU is meaningful. `--padding longest` runs both as a user would who
 wants speed (classification and tagging; qa windows are full anyway): ours
 as fine-tuning runs by default (batches grouped by length, each cut to its
-longest, `electra_tf.finetuning.length_grouping`), the peer with
+longest, `electra_tf.finetuning.length_grouping`; the groups' remainders
+pooled as under XLA, in graph mode too), the peer with
 transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
 uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
 work then varies with the batch, so MFU is not reported.
@@ -181,7 +183,14 @@ def padding_of(task: str, args) -> str:
 def _grouping(args) -> dict:
     if args.padding == "max_length":
         return {}
-    return {"group_by_length": True, "max_words": args.max_seq_length}
+    # The groups' remainders pooled (fine-tuning's way under XLA) in graph
+    # mode too: full batches but one an epoch (the peer's are all full), so
+    # that steps compare.
+    return {
+        "group_by_length": True,
+        "max_words": args.max_seq_length,
+        "pool_remainders": True,
+    }
 
 
 def _squad_examples():
