@@ -94,8 +94,7 @@ def parse_args(argv=None):
     add("--batch-size", type=int, help="GLOBAL batch size.")
     add("--learning-rate", type=float, help="Peak learning rate.")
     add("--max-seq-length", type=int, help="Sequence length of data and model.")
-    add("--checkpoint-every", type=int, help="Steps between checkpoints and logs "
-        "(default 100, or --steps if fewer).")
+    add("--checkpoint-every", type=int, help="Steps per checkpoint (100, or --steps).")
     add("--precision", default="float32", choices=PRECISIONS)
     add("--strategy", default="default", choices=STRATEGIES, help="default: one "
         "device; mirrored: all local GPUs (or --devices); multi_worker: several "
