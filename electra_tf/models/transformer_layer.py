@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 from keras_hub.layers import TransformerEncoder
 
+from electra_tf.models.flat_einsum_dense import use_flat_projections
 from electra_tf.models.hashed_dropout import use_hashed_dropout
 
 
@@ -18,6 +19,11 @@ class ElectraTransformerLayer(TransformerEncoder):
     that build, rather than a rewritten block, keeps everything else keras-hub's
     own: the sublayers, their names and weights (so keras-hub presets convert
     one to one), `call` and `get_config`. See `HashedDropout` for why.
+
+    The attention's four projections likewise become `FlatEinsumDense`s
+    (the same layers and weights, each product one 2-D matmul): in graph
+    mode on fixed-length batches their backward pass was a batch of small
+    matmuls (see `FlatEinsumDense`).
     """
 
     def build(self, inputs_shape):
@@ -25,3 +31,4 @@ class ElectraTransformerLayer(TransformerEncoder):
         use_hashed_dropout(self, "_self_attention_dropout")
         use_hashed_dropout(self, "_feedforward_dropout")
         use_hashed_dropout(self._self_attention_layer, "_dropout_layer")
+        use_flat_projections(self._self_attention_layer)
