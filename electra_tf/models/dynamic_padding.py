@@ -15,6 +15,13 @@ CPU), it cuts to the first of `XLA_LENGTHS` evenly spaced lengths (a
 quarter, a half, three quarters or all of the packed length) that holds the
 longest example.
 
+A tagging batch holds more windows than sentences when a sentence's pieces
+exceed a window, so its row count varies too: on Brown POS at length 64, 39-41
+shapes in one epoch, each a new XLA compilation. Under XLA `pad_rows` pads
+the windows to a multiple of a quarter of the batch's sentences
+(`ROW_STEPS`), rows the loss and metrics weigh 0, so the same epoch compiles
+9 shapes.
+
 With batches grouped by length (`electra_tf.finetuning.length_grouping`),
 most batches are far shorter than `sequence_length`: Brown POS sentences
 average 21 words against windows of 64 or 128 pieces.
@@ -28,6 +35,8 @@ import tensorflow as tf
 GRAPH_MULTIPLE = 8
 # XLA: a few lengths, so a few compilations.
 XLA_LENGTHS = 4
+# XLA: rows (windows) padded to a multiple of the sentences / ROW_STEPS.
+ROW_STEPS = 4
 
 
 def trimmed_length(padding_mask: tf.Tensor, few_lengths: bool = False):
@@ -56,3 +65,27 @@ def trim_padding(x: dict, *per_token, few_lengths: bool = False):
     if not per_token:
         return trimmed
     return (trimmed, *(None if t is None else t[:, :length] for t in per_token))
+
+
+def padded_rows(rows, sentences):
+    """`rows` rounded up to a multiple of `ceil(sentences / ROW_STEPS)` (int32
+    scalars): a batch of 32 sentences gets 32, 40, 48, ... rows."""
+    step = tf.maximum((sentences + ROW_STEPS - 1) // ROW_STEPS, 1)
+    return (rows + step - 1) // step * step
+
+
+def pad_rows(x: dict, *per_row, rows):
+    """`x` (the encoder's inputs [batch, length]) and per-row tensors (labels,
+    sample weights of the same [batch, length]) padded with zero rows to
+    `rows` rows: `[PAD]` tokens (id 0) that are all padding, label 0 and
+    weight 0, so a loss or metric weighted by the sample weights is unchanged.
+    Returns `(x, *per_row)`.
+    """
+
+    def pad(value):
+        if value is None:
+            return None
+        extra = rows - tf.shape(value)[0]
+        return tf.pad(value, [[0, extra], [0, 0]])
+
+    return ({key: pad(value) for key, value in x.items()}, *map(pad, per_row))

@@ -7,7 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.models.dynamic_padding import trim_padding
+from electra_tf.models.dynamic_padding import pad_rows, padded_rows, trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
@@ -106,14 +106,18 @@ class ElectraTokenClassifier(keras_hub.models.Task):
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The preprocessor's windows, cut to the batch's longest
         (`trim_padding`; to one of a few lengths under XLA), with their
-        labels and weights."""
+        labels and weights. Under XLA the windows are also padded to one of
+        a few counts (`pad_rows`, with weight 0), as each shape compiles."""
+        sentences = _sentences(x)
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
             super().preprocess_samples(x, y, sample_weight)
         )
         if self.preprocessor is not None:
-            x, y, sample_weight = trim_padding(
-                x, y, sample_weight, few_lengths=self.jit_compile is True
-            )
+            xla = self.jit_compile is True
+            x, y, sample_weight = trim_padding(x, y, sample_weight, few_lengths=xla)
+            if xla and y is not None:
+                rows = padded_rows(tf.shape(x["token_ids"])[0], sentences)
+                x, y, sample_weight = pad_rows(x, y, sample_weight, rows=rows)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
     def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
@@ -263,6 +267,15 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             [tags[i] for i in logits.argmax(-1)]
             for logits in self.predict(x, batch_size=batch_size, verbose=0)
         ]
+
+
+def _sentences(x) -> tf.Tensor:
+    """The number of sentences (words or raw text) in a batch: int32."""
+    if isinstance(x, tf.RaggedTensor):
+        return tf.cast(x.nrows(), tf.int32)
+    if isinstance(x, (list, tuple)):
+        return tf.constant(len(x), tf.int32)
+    return tf.shape(x)[0]
 
 
 def _words_or_text(x):

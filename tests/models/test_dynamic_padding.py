@@ -1,12 +1,19 @@
 """Batches cut to their longest sequence (`trim_padding`): the encoder's
-outputs at real tokens do not change, and XLA gets few lengths. Batches
+outputs at real tokens do not change, and XLA gets few lengths; a tagger's
+windows padded to few counts under XLA (`pad_rows`) leave its loss and
+gradients unchanged. Batches
 grouped by length are tested in `tests/finetuning/test_length_grouping.py`."""
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.models.dynamic_padding import trim_padding, trimmed_length
+from electra_tf.models.dynamic_padding import (
+    pad_rows,
+    padded_rows,
+    trim_padding,
+    trimmed_length,
+)
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.presets import get_preset
 from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
@@ -72,3 +79,77 @@ def test_a_classifier_cuts_its_batches_closer_in_graph_mode_than_under_xla():
         )
         shapes[jit] = x["token_ids"].shape
     assert shapes == {False: (2, 8), True: (2, 16)}
+
+
+def test_rows_are_padded_to_a_multiple_of_a_quarter_of_the_sentences():
+    for rows, sentences, padded in [
+        (32, 32, 32),
+        (33, 32, 40),
+        (41, 32, 48),
+        (3, 3, 3),
+    ]:
+        assert int(padded_rows(rows, sentences)) == padded
+    x = {
+        "token_ids": np.array([[2, 7, 3]], np.int32),
+        "padding_mask": np.array([[True, True, True]]),
+    }
+    (padded, labels, weights) = pad_rows(x, np.ones((1, 3), np.int32), None, rows=3)
+    np.testing.assert_array_equal(
+        padded["token_ids"], [[2, 7, 3], [0, 0, 0], [0, 0, 0]]
+    )
+    assert not padded["padding_mask"].numpy()[1:].any()
+    np.testing.assert_array_equal(labels, [[1, 1, 1], [0, 0, 0], [0, 0, 0]])
+    assert weights is None
+
+
+def test_a_tagger_under_xla_pads_its_windows_and_its_loss_and_gradients_do_not_change():
+    import keras_hub
+
+    from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.models.token_classifier_preprocessor import (
+        ElectraTokenClassifierPreprocessor,
+    )
+
+    vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "b"]
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=vocabulary)
+    config = get_preset("tiny").model.override(
+        vocabulary_size=len(vocabulary), max_sequence_length=8, dropout=0.0
+    )
+    tagger = ElectraTokenClassifier(
+        ElectraEncoder.discriminator_from_config(config),
+        num_classes=2,
+        preprocessor=ElectraTokenClassifierPreprocessor(
+            tokenizer, tags=["A", "B"], sequence_length=8
+        ),
+        dropout=0.0,
+    )
+    randomize_weights(tagger, seed=2)
+    # 8 sentences, 9 windows of 6 pieces: one of 9 words needs two.
+    words = [["a", "b"], ["b"] * 9, ["a"], ["b", "a", "a"], ["a"], ["b"], ["a"] * 2]
+    words = tf.ragged.constant(words + [["b", "a"]])
+    tags = [[0, 1], [1, 0] * 4 + [1], [0], [1, 0, 0], [0], [1], [0, 0], [1, 0]]
+    tags = tf.ragged.constant(tags)
+    batches = {}
+    for jit in (False, True):
+        tagger.compile(jit_compile=jit)
+        batches[jit] = keras.utils.unpack_x_y_sample_weight(
+            tagger.preprocess_samples(words, tags)
+        )
+    assert batches[False][0]["token_ids"].shape == (9, 8)
+    assert batches[True][0]["token_ids"].shape == (10, 8)  # a multiple of 8 / 4
+
+    loss = keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True, reduction="mean_with_sample_weight"
+    )
+    results = {}
+    for jit, (x, y, weight) in batches.items():
+        with tf.GradientTape() as tape:
+            logits = tagger(x, training=True)
+            value = loss(y, logits, weight)
+        gradients = tape.gradient(value, tagger.trainable_variables)
+        accuracy = keras.metrics.SparseCategoricalAccuracy()
+        accuracy.update_state(y, logits, weight)
+        results[jit] = [value, accuracy.result(), *map(tf.convert_to_tensor, gradients)]
+    # Rows of weight 0 add exact zeros: equal but for the order of sums.
+    for padded, unpadded in zip(results[True], results[False]):
+        np.testing.assert_allclose(padded, unpadded, rtol=1e-6, atol=1e-7)
