@@ -351,7 +351,9 @@ def measure_task(task, args, variants):
         model, step, per_call = make_step(task, variant, args.steps_per_execution)
         iterator = iter(batches)
         first_call[variant] = _timed(step, iterator)
-        for _ in range(args.warmup_calls):
+        # At least one pass over the held batches: the first reads them
+        # through the input pipeline (into `cache()`).
+        for _ in range(max(args.warmup_calls, -(-args.batches // per_call))):
             float(step(iterator)["loss"])
         if variant in ("xla", "graph"):
             # A batch of the epoch's second shape: what `fit` pays for a
