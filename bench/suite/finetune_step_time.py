@@ -69,8 +69,14 @@ def parse_args(argv=None):
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument(
+        "--tasks", default=",".join(TASKS), help=f"Comma-separated, of {TASKS}."
+    )
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"Comma-separated subset of {', '.join(VARIANTS)}.",
+    )
     parser.add_argument(
         "--task-dir",
         default=str(REPO / "electra_tf" / "assets" / "tasks"),

@@ -26,6 +26,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
         ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
+        ("suite.finetune_step_time", ["--variants", "xla_einsum", "--warmup-calls"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
         ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
     ],
@@ -68,6 +69,35 @@ def test_default_task_data_is_the_repositorys_own():
         assert data.resolve().is_relative_to(REPO.resolve())
         assert (data / "train.conll").is_file()
     assert (task_dir / "rt_polarity" / "train.tsv").is_file()
+
+
+def test_finetune_step_time_counts_the_shapes_of_an_epoch():
+    import tensorflow as tf
+
+    from bench.suite.finetune_step_time import epoch_shapes
+
+    def batch(rows, length, real):
+        mask = np.zeros((rows, length), bool)
+        mask[:, :real] = True
+        return (
+            {"token_ids": np.zeros((rows, length), np.int32), "padding_mask": mask},
+        )
+
+    batches = [batch(32, 16, 10), batch(40, 64, 50), batch(32, 16, 12)]
+    dataset = tf.data.Dataset.from_generator(
+        lambda: iter(batches),
+        output_signature=(
+            {
+                "token_ids": tf.TensorSpec([None, None], tf.int32),
+                "padding_mask": tf.TensorSpec([None, None], tf.bool),
+            },
+        ),
+    )
+    shapes = epoch_shapes(dataset)
+    assert shapes["batches"] == 3 and shapes["distinct_shapes"] == 2
+    assert shapes["shapes"] == {"32x16": 2, "40x64": 1}
+    assert shapes["positions_per_batch"] == (2 * 32 * 16 + 40 * 64) / 3
+    assert shapes["real_tokens_per_batch"] == (32 * 10 + 40 * 50 + 32 * 12) / 3
 
 
 def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
