@@ -11,7 +11,7 @@ batch 32, length 64, batches grouped by length and cut to their longest).
 Per task (`tagging`: Brown POS; `classification`: rt_polarity, as SST-2),
 with the model, optimizer and dataset fine-tuning builds
 (`build_token_classifier` / `build_classifier`, `make_optimizer`,
-`to_dataset(group_by_length=True)`):
+`to_dataset(group_by_length=True)`, remainders pooled under XLA):
 
 * `pipeline`: CPU seconds per batch of the input pipeline alone (reading,
   shuffling, grouping, and the preprocessor's tokenisation, which keras-hub
@@ -137,7 +137,7 @@ class Task:
         self.vocabulary = vocabulary
         directory = pathlib.Path(args.task_dir)
         if name == "tagging":
-            from electra_tf.finetuning.tagging_run import load_tagging_data
+            from electra_tf.finetuning.tagging import load_tagging_data
 
             path = directory / "brown_pos"
             self.data = load_tagging_data(path / "train.conll", path / "dev.conll")
@@ -154,12 +154,12 @@ class Task:
     def model(self, jit_compile, optimizer="recipe", metrics=True, spe=1):
         import keras
 
-        from electra_tf.finetuning.run import make_optimizer
+        from electra_tf.finetuning.trainer import make_optimizer
 
         config = self.recipe.override(jit_compile=jit_compile)
         keras.utils.set_random_seed(1)
         if self.name == "tagging":
-            from electra_tf.finetuning.tagging_run import build_token_classifier
+            from electra_tf.finetuning.tagging import build_token_classifier
 
             model = build_token_classifier(
                 self.data.tags, config, None, self.model_config, self.vocabulary
@@ -167,8 +167,8 @@ class Task:
             loss = "auto"
             metric_list = "auto" if metrics else None
         else:
+            from electra_tf.finetuning.classification import build_classifier
             from electra_tf.finetuning.glue_metrics import task_metrics
-            from electra_tf.finetuning.run import build_classifier
 
             model = build_classifier(
                 self.task, config, None, self.model_config, self.vocabulary
@@ -192,19 +192,19 @@ class Task:
         )
         return model
 
-    def dataset(self, batch_size, max_words):
+    def dataset(self, batch_size, max_words, jit_compile):
+        """The training dataset as the task kind builds it (under XLA the
+        length groups' remainders pooled into full batches)."""
+        grouping = {
+            "shuffle": True,
+            "seed": 1,
+            "group_by_length": True,
+            "max_words": max_words,
+            "pool_remainders": jit_compile,
+        }
         if self.name == "tagging":
-            return self.data.train.to_dataset(
-                batch_size,
-                self.data.tag_ids,
-                shuffle=True,
-                seed=1,
-                group_by_length=True,
-                max_words=max_words,
-            )
-        return self.data.to_dataset(
-            batch_size, shuffle=True, seed=1, group_by_length=True, max_words=max_words
-        )
+            return self.data.train.to_dataset(batch_size, self.data.tag_ids, **grouping)
+        return self.data.to_dataset(batch_size, **grouping)
 
 
 def preprocessed(dataset, preprocess):
@@ -332,15 +332,16 @@ def measure_task(task, args, variants):
     from bench.suite.pretrain_throughput import tensorflow_peak
     from electra_tf.pretraining.flops import executed_encoder_training_flops
 
-    dataset = task.dataset(args.batch_size, args.max_seq_length)
+    dataset = task.dataset(args.batch_size, args.max_seq_length, jit_compile=True)
     xla_model = task.model(True)
     graph_model = task.model(False)
     result = {"examples": task.examples, "epoch": {}}
     xla_data = preprocessed(dataset, xla_model.preprocess_samples)
     result["pipeline_seconds_per_batch"] = pipeline_seconds(xla_data, 100)
     result["epoch"]["xla"] = epoch_shapes(xla_data)
+    graph_dataset = task.dataset(args.batch_size, args.max_seq_length, False)
     result["epoch"]["graph"] = epoch_shapes(
-        preprocessed(dataset, graph_model.preprocess_samples)
+        preprocessed(graph_dataset, graph_model.preprocess_samples)
     )
     if task.name == "tagging":
         result["epoch"]["xla_before_row_padding"] = epoch_shapes(
