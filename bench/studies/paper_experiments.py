@@ -90,12 +90,13 @@ class Task:
     patience: int
 
 
-# Brown POS: 44,932 training sentences (~9 minutes an epoch on one core for
-# the cpu preset's size) and a dev split of ~130,000 words, steady enough that
-# one epoch without improvement ends a run. rt_polarity: 10,256 sentences and a
-# 1,329-sentence dev split, noisier, so two.
+# Brown POS: 44,932 training sentences, ~25 CPU-minutes for 5 epochs of the
+# cpu preset (BENCHMARKS.md section 12), too many for ~40 runs on a CPU, so
+# the study trains on a fixed sample (`--pos-train-sentences`), for up to 10
+# epochs, two without improvement ending a run. rt_polarity: 10,256 sentences
+# and a 1,329-sentence dev split, noisy, so two as well.
 TASKS = {
-    "pos": Task("pos", "tagging", "accuracy", max_epochs=5, patience=1),
+    "pos": Task("pos", "tagging", "accuracy", max_epochs=10, patience=2),
     "sentiment": Task(
         "sentiment", "classification", "accuracy", max_epochs=10, patience=2
     ),
@@ -204,6 +205,13 @@ def parse_args(argv=None):
         "--sentiment-dir",
         default=str(ASSETS / "tasks" / "rt_polarity"),
         help="rt_polarity in SST-2 layout with a labelled test.tsv.",
+    )
+    finetune.add_argument(
+        "--pos-train-sentences",
+        type=int,
+        default=0,
+        help="Fine-tune POS on this many training sentences, the same ones for "
+        "every run (a seeded sample, in file order); default 0: all.",
     )
     finetune.add_argument("--finetune-seeds", default="1,2,3")
     finetune.add_argument(
@@ -593,6 +601,9 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
     splits = load_tagging_data(
         p.join(args.pos_dir, "train.conll"), p.join(args.pos_dir, "dev.conll")
     )
+    if args.pos_train_sentences:
+        train = sample_sentences(splits.train, args.pos_train_sentences)
+        splits = dataclasses.replace(splits, train=train)
     start = StartingPoint(pretrained, base["model"], data["vocabulary"])
 
     def score_test(tagger):
@@ -607,6 +618,26 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
             TaggingTask(splits, config, start), seed, verbose=0
         ),
         score_test,
+    )
+
+
+def sample_sentences(sentences, count: int, seed: int = 0):
+    """`count` of `sentences` (TaggedSentences) drawn without replacement by a
+    fixed seed, kept in file order: every run of a study trains on the same
+    ones, and Brown's genres stay mixed as in the whole file."""
+    import numpy as np
+
+    if count > len(sentences):
+        raise SystemExit(
+            f"error: --pos-train-sentences {count} exceeds the {len(sentences)} "
+            f"sentences of {sentences.source}"
+        )
+    chosen = np.sort(np.random.default_rng(seed).permutation(len(sentences))[:count])
+    return dataclasses.replace(
+        sentences,
+        words=tuple(sentences.words[i] for i in chosen),
+        tags=tuple(sentences.tags[i] for i in chosen),
+        lines=tuple(sentences.lines[i] for i in chosen) if sentences.lines else (),
     )
 
 
@@ -703,6 +734,7 @@ def make_setup(args, data) -> dict:
         "vocabulary_md5": data["vocabulary"].md5(),
         "tasks": tasks,
         "task_dirs": {"pos": args.pos_dir, "sentiment": args.sentiment_dir},
+        "pos_train_sentences": args.pos_train_sentences,
         "finetune_hparams": _json(args.finetune_hparams, "--finetune-hparams"),
         "max_epochs": {t: TASKS[t].max_epochs for t in tasks},
         "patience": {t: TASKS[t].patience for t in tasks},
@@ -1050,7 +1082,13 @@ def markdown(setup, summary, compared) -> str:
         + ", ".join(f"{t} {e}" for t, e in setup["max_epochs"].items())
         + " epochs, early stopping on dev with patience "
         + ", ".join(f"{t} {e}" for t, e in setup["patience"].items())
-        + ".",
+        + "."
+        + (
+            f" POS trains on {setup['pos_train_sentences']:,} sentences sampled "
+            "from its training split, the same for every run."
+            if setup.get("pos_train_sentences")
+            else ""
+        ),
         "",
     ]
     for task, points in summary.items():

@@ -255,7 +255,7 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
     monkeypatch.setattr(tagging_data, "read_conll", read_conll)
     monkeypatch.setattr(tagging, "read_conll", read_conll)
     monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
-    args = argparse.Namespace(pos_dir=str(pos_dir))
+    args = argparse.Namespace(pos_dir=str(pos_dir), pos_train_sentences=0)
     results = study.finetune_tagging(
         args,
         config=types.SimpleNamespace(eval_batch_size=8),
@@ -477,3 +477,20 @@ def test_a_unit_another_live_process_runs_is_not_started_again(tmp_path, monkeyp
     study.run_one(None, None, "finetune.pos.none-p1.f1", None, store)
     assert not (store.directory / "finetune.pos.none-p1.f1.running").exists()
     assert store.done("finetune.pos.none-p1.f1")
+
+
+def test_a_pos_training_sample_is_the_same_sentences_in_file_order_every_time():
+    from electra_tf.finetuning.tagging_data import TaggedSentences
+
+    words = tuple((f"w{i}",) for i in range(50))
+    sentences = TaggedSentences(
+        words, tuple(("NOUN",) for _ in words), "train.conll", tuple(range(1, 51))
+    )
+    sample = study.sample_sentences(sentences, 20)
+    assert sample == study.sample_sentences(sentences, 20)
+    indices = [int(w[0][1:]) for w in sample.words]
+    assert len(set(indices)) == 20 and indices == sorted(indices)
+    assert indices != list(range(20))  # drawn from the whole file, not its head
+    assert sample.lines == tuple(i + 1 for i in indices)
+    with pytest.raises(SystemExit, match="exceeds the 50 sentences of train.conll"):
+        study.sample_sentences(sentences, 51)
