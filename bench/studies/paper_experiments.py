@@ -62,13 +62,22 @@ from bench.run_info import commit, run_info
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-OBJECTIVES = ("electra", "mlm", "electra_15", "replace_mlm", "all_tokens_mlm")
+OBJECTIVES = (
+    "electra",
+    "mlm",
+    "electra_15",
+    "replace_mlm",
+    "all_tokens_mlm",
+    "electric",
+)
 LABELS = {
     "electra": "ELECTRA",
     "mlm": "BERT (MLM)",
     "electra_15": "ELECTRA 15%",
     "replace_mlm": "Replace MLM",
     "all_tokens_mlm": "All-Tokens MLM",
+    "electric": "Electric",
+    "electra_gdes": "ELECTRA, GDES sharing",
     "none": "no pre-training",
 }
 ASSETS = REPO / "electra_tf" / "assets"
@@ -112,9 +121,13 @@ class Variant:
     # Generator width as a fraction of the discriminator's; None: the preset's.
     generator_hidden_size: float | None = None
     uniform_generator: bool = False
+    # `ModelConfig.embedding_sharing`; None: the preset's (tied).
+    embedding_sharing: str | None = None
 
     def overrides(self) -> dict:
         changes = {"objective": self.objective}
+        if self.embedding_sharing is not None:
+            changes["embedding_sharing"] = self.embedding_sharing
         if self.generator_hidden_size is not None:
             changes["generator_hidden_size"] = self.generator_hidden_size
         if self.uniform_generator:
@@ -185,6 +198,12 @@ def parse_args(argv=None):
         "--uniform-generator",
         action="store_true",
         help="Also ELECTRA with uniformly random replacements.",
+    )
+    variants.add_argument(
+        "--gdes",
+        action="store_true",
+        help="Also ELECTRA with DeBERTaV3's gradient-disentangled embedding "
+        "sharing (embedding_sharing gdes).",
     )
     variants.add_argument(
         "--seeds-of",
@@ -276,6 +295,8 @@ def make_variants(args) -> list[Variant]:
         variants.append(
             Variant("electra_uniform_generator", "electra", uniform_generator=True)
         )
+    if args.gdes:
+        variants.append(Variant("electra_gdes", "electra", embedding_sharing="gdes"))
     return variants
 
 
@@ -347,12 +368,15 @@ def plan_units(setup: dict) -> list[Unit]:
 
     A pre-training seed's runs come before the next seed's, and the final
     encoders' fine-tuning before the next seed's pre-training, so a budget
-    cut short leaves whole comparisons rather than many half ones.
+    cut short leaves whole comparisons rather than many half ones. A variant
+    given fewer seeds (`--seeds-of`: an ablation row, not a headline
+    comparison) runs its seeds beside the last of the others'.
     """
     units = []
     fseeds = setup["finetune_seeds"]
+    most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for name, pseeds in setup["variant_seeds"].items():
-        for rank, pseed in enumerate(pseeds):
+        for rank, pseed in enumerate(pseeds, start=most - len(pseeds)):
             run = f"pretrain.{name}.p{pseed}"
             units.append(Unit(run, None, (rank, 0, name)))
             for step in kept_steps(setup, name, pseed):

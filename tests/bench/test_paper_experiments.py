@@ -65,6 +65,29 @@ def test_variants_with_fewer_pretraining_seeds_plan_fewer_runs():
     assert "pretrain.electra.p2" in keys
 
 
+def test_a_variant_with_fewer_seeds_runs_beside_the_last_seed_of_the_others():
+    setup = _setup(
+        variant_seeds={"electra": [1, 2, 3], "mlm": [1, 2, 3], "electric": [1]},
+        kept_steps={"electra": [100], "mlm": [140], "electric": [90]},
+    )
+    order = [u.key for u in sorted(study.plan_units(setup), key=lambda u: u.priority)]
+    assert order.index("pretrain.mlm.p2") < order.index("pretrain.electric.p1")
+    assert order.index("pretrain.electric.p1") < order.index("pretrain.mlm.p3")
+    assert order.index("finetune.pos.electric-p1-s90.f1") > order.index(
+        "finetune.pos.mlm-p2-s140.f2"
+    )
+
+
+def test_electric_and_gdes_are_variants_with_their_overrides():
+    args = study.parse_args(["--objectives", "electra,electric", "--gdes"])
+    variants = {v.name: v.overrides() for v in study.make_variants(args)}
+    assert variants == {
+        "electra": {"objective": "electra"},
+        "electric": {"objective": "electric"},
+        "electra_gdes": {"objective": "electra", "embedding_sharing": "gdes"},
+    }
+
+
 class _Stub:
     """A runner that 'runs' a unit by recording it, or fails on request."""
 
@@ -408,15 +431,9 @@ def _stub_pretraining(monkeypatch, tmp_path, kill_at=None):
     monkeypatch.setattr(study, "setup_configs", lambda args, data: configs)
     monkeypatch.setattr(study, "variant_configs", lambda base, v, s: configs)
     monkeypatch.setattr(study, "held_out_history", lambda model_dir: [])
-    args = argparse.Namespace(
-        out_dir=str(tmp_path),
-        batch_size=64,
-        checkpoint_every=10,
-        eval_steps=1,
-        objectives="electra",
-        generator_sizes="",
-        uniform_generator=False,
-        hparams="{}",
+    args = study.parse_args(
+        ["--out-dir", str(tmp_path), "--batch-size", "64", "--checkpoint-every", "10"]
+        + ["--eval-steps", "1", "--objectives", "electra", "--hparams", "{}"]
     )
     data = {"train": "train-*", "eval": "eval-*", "vocabulary": None}
     return state, args, data
