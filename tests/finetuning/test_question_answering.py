@@ -129,7 +129,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     )
     windows = training_windows(model.preprocessor, train)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
-    model.fit(training_dataset(windows, 32, seed=1), epochs=60, verbose=0)
+    model.fit(training_dataset(windows, 32, seed=1), epochs=120, verbose=0)
     results, _, _ = evaluate_answers(model, train, version=1)
     assert results["exact_match"] == 100.0
 
