@@ -936,6 +936,7 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
                     "dev": run["dev"]["dev"][metric],
                     "best_epoch": run["best_epoch"],
                     "epochs_run": len(run["epochs"]),
+                    "late_dev_gain": late_gain(run["epochs"]),
                     "stopped_early": run.get("stopped_early", False),
                     "flops": flops.get(encoder, 0.0),
                     "executed_flops": executed.get(encoder, 0.0),
@@ -977,7 +978,23 @@ def _describe(variant, step, points) -> dict:
             p["best_epoch"] == p["epochs_run"] and not p["stopped_early"]
             for p in points
         ),
+        "late_dev_gain_mean": statistics.fmean(p["late_dev_gain"] for p in points),
     }
+
+
+# How many final epochs `late_gain` looks back over.
+LATE_EPOCHS = 3
+
+
+def late_gain(epochs: list[dict]) -> float:
+    """What a run's last `LATE_EPOCHS` epochs added to its best dev score
+    (0 if it ran no more epochs than that). With the learning rate decayed
+    to zero over the maximum epochs, the last epoch is often the best by a
+    hair; a small late gain says the run had converged all the same."""
+    scores = [e["score"] for e in epochs]
+    if len(scores) <= LATE_EPOCHS:
+        return 0.0
+    return max(scores) - max(scores[:-LATE_EPOCHS])
 
 
 def bootstrap_difference(a: dict, b: dict, samples: int = 10000, seed: int = 0):
@@ -1120,8 +1137,9 @@ def markdown(setup, summary, compared) -> str:
             f"### {task}",
             "",
             "| encoder | step | FLOPs (paper) | FLOPs (executed) | runs | test | "
-            "per pre-training run | dev | best epoch last |",
-            "|---|---:|---:|---:|---:|---|---|---:|---:|",
+            f"per pre-training run | dev | best epoch last | last {LATE_EPOCHS} "
+            "epochs' dev gain |",
+            "|---|---:|---:|---:|---:|---|---|---:|---:|---:|",
         ]
         for point in points.values():
             per_run = ", ".join(
@@ -1134,7 +1152,7 @@ def markdown(setup, summary, compared) -> str:
                 f"{point['finetuning_runs'] // max(1, point['pretraining_runs'])} | "
                 f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
                 f"{point['dev_mean']:.4f} | {point['best_epoch_is_last']} of "
-                f"{point['finetuning_runs']} |"
+                f"{point['finetuning_runs']} | {point['late_dev_gain_mean']:+.4f} |"
             )
         for name, interval in compared.get(task, {}).items():
             lines.append("")

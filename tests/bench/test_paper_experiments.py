@@ -181,7 +181,7 @@ def _run(encoder, fseed, test, dev=0.5, task="pos"):
         "test": {"accuracy": test},
         "dev": {"dev": {"accuracy": dev}},
         "best_epoch": 2,
-        "epochs": [{}, {}, {}],
+        "epochs": [{"score": dev - 0.1}, {"score": dev}, {"score": dev - 0.05}],
         "stopped_early": True,
     }
 
@@ -223,6 +223,15 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
         setup, {"pos": summary}, {"pos": {"electra - none": compared}}
     )
     assert "| ELECTRA | 100 |" in table and "0.9100, 0.9200" in table
+
+
+def test_late_gain_is_what_the_last_three_epochs_added_to_the_best_dev_score():
+    def epochs(*scores):
+        return [{"score": x} for x in scores]
+
+    assert study.late_gain(epochs(0.5, 0.8, 0.81, 0.82, 0.83)) == pytest.approx(0.03)
+    assert study.late_gain(epochs(0.5, 0.8, 0.79, 0.78, 0.77)) == 0.0
+    assert study.late_gain(epochs(0.5, 0.6, 0.9)) == 0.0  # too short to say
 
 
 def test_bootstrap_interval_covers_zero_when_groups_overlap_and_not_when_apart():
