@@ -370,27 +370,29 @@ def plan_units(setup: dict) -> list[Unit]:
     encoders' fine-tuning before the next seed's pre-training, so a budget
     cut short leaves whole comparisons rather than many half ones. A variant
     given fewer seeds (`--seeds-of`: an ablation row, not a headline
-    comparison) runs its seeds beside the last of the others'.
+    comparison) runs its seeds with the last of the others', after them.
     """
     units = []
     fseeds = setup["finetune_seeds"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for name, pseeds in setup["variant_seeds"].items():
+        ablation = len(pseeds) < most
         for rank, pseed in enumerate(pseeds, start=most - len(pseeds)):
             run = f"pretrain.{name}.p{pseed}"
-            units.append(Unit(run, None, (rank, 0, name)))
+            units.append(Unit(run, None, (rank, 0, ablation, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
                 seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for task in setup["tasks"]:
                     for fseed in seeds:
                         key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
-                        units.append(Unit(key, run, (rank, 1 if final else 2, key)))
+                        kind = 1 if final else 2
+                        units.append(Unit(key, run, (rank, kind, ablation, key)))
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for task in setup["tasks"]:
             for fseed in fseeds:
                 key = f"finetune.{task}.none-p{pseed}.f{fseed}"
-                units.append(Unit(key, None, (rank, 1, key)))
+                units.append(Unit(key, None, (rank, 1, False, key)))
     return units
 
 
@@ -807,12 +809,15 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
 
 def run_one(args, setup, key, data, store) -> None:
     store.claim(key)
+    # The code a unit ran is the code it started with (the checkout may move
+    # on while it runs).
+    started_at = commit()
     try:
         if key.startswith("pretrain."):
             record = pretrain_unit(args, setup, key, data, store)
         else:
             record = finetune_unit(args, setup, key, data)
-        store.write(key, {"unit": key, "commit": commit(), **record})
+        store.write(key, {"unit": key, "commit": started_at, **record})
     finally:
         store.release(key)
 
@@ -823,11 +828,20 @@ def schedule(args, setup, store, launch=None) -> None:
     `launch(key, slot)` starts one unit and returns a handle with `poll()`
     (None while running, else the exit code); by default a process of this
     script pinned to core `slot`. A unit whose process fails is reported and
-    not retried in this call.
+    not retried in this call. Units that live processes run already (left
+    by a scheduler that was stopped) are waited for in the slots they would
+    have taken, not started beside.
     """
     launch = launch or (lambda key, slot: _launch_process(key, slot, args.out_dir))
     units = plan_units(setup)
     running: dict[str, tuple] = {}
+    for unit in units:
+        if store.busy(unit.key):
+            taken = {s for _, s in running.values()}
+            slot = slot_for(unit.key, taken, args.jobs)
+            if slot is not None:
+                running[unit.key] = (_Adopted(store, unit.key), slot)
+                print(f"unit {unit.key} running already, in slot {slot}", flush=True)
     failed: set[str] = set()
     while True:
         for key, (handle, _) in list(running.items()):
@@ -878,6 +892,29 @@ def pick_unit(ready: list[Unit], slot: int, jobs: int) -> Unit | None:
         if wanted:
             return wanted[0]
     return ready[0]
+
+
+def slot_for(key: str, taken: set[int], jobs: int) -> int | None:
+    """The slot a unit already running holds: as `pick_unit` gives them,
+    pre-training in slot 0 when there are two or more."""
+    free = [s for s in range(jobs) if s not in taken]
+    if jobs > 1:
+        own = [s for s in free if (s == 0) == key.startswith("pretrain.")]
+        free = own or free
+    return free[0] if free else None
+
+
+class _Adopted:
+    """A handle on a unit another process runs: running while its claim is
+    live, then 0 if it was recorded, 1 if its process ended without."""
+
+    def __init__(self, store: Store, key: str):
+        self.store, self.key = store, key
+
+    def poll(self) -> int | None:
+        if self.store.busy(self.key):
+            return None
+        return 0 if self.store.done(self.key) else 1
 
 
 def _launch_process(key, slot, out_dir):

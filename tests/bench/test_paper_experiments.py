@@ -65,14 +65,18 @@ def test_variants_with_fewer_pretraining_seeds_plan_fewer_runs():
     assert "pretrain.electra.p2" in keys
 
 
-def test_a_variant_with_fewer_seeds_runs_beside_the_last_seed_of_the_others():
+def test_a_variant_with_fewer_seeds_runs_with_the_last_seed_of_the_others_after_it():
     setup = _setup(
         variant_seeds={"electra": [1, 2, 3], "mlm": [1, 2, 3], "electric": [1]},
         kept_steps={"electra": [100], "mlm": [140], "electric": [90]},
     )
     order = [u.key for u in sorted(study.plan_units(setup), key=lambda u: u.priority)]
-    assert order.index("pretrain.mlm.p2") < order.index("pretrain.electric.p1")
-    assert order.index("pretrain.electric.p1") < order.index("pretrain.mlm.p3")
+    # Not ahead of the headline comparisons' seeds ...
+    assert order.index("pretrain.mlm.p3") < order.index("pretrain.electric.p1")
+    assert order.index("finetune.pos.mlm-p3-s140.f2") < order.index(
+        "finetune.pos.electric-p1-s90.f1"
+    )
+    # ... and its fine-tuning before the next rank's (here: none left).
     assert order.index("finetune.pos.electric-p1-s90.f1") > order.index(
         "finetune.pos.mlm-p2-s140.f2"
     )
@@ -152,6 +156,68 @@ def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
     output = capsys.readouterr().out
     assert "unit pretrain.mlm.p1 failed (exit code 1)" in output
     assert "not done" in output
+
+
+def test_a_restarted_schedule_waits_for_the_units_left_running_in_their_slots(
+    tmp_path, monkeypatch, capsys
+):
+    import subprocess
+    import sys
+
+    monkeypatch.setattr(study, "write_report", lambda *a: None)
+    store = study.Store(tmp_path)
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    (store.directory / "pretrain.electra.p1.running").write_text(str(left.pid))
+    stub = _Stub(store)
+    beside = []
+
+    def runner(key, slot):
+        # While the left unit runs, its slot (0, pre-training's) stays taken.
+        if slot == 0 and store.busy("pretrain.electra.p1"):
+            beside.append(key)
+        return stub(key, slot)
+
+    runner.started = stub.started
+    sleeps = iter(range(1000))
+
+    def sleep(seconds):
+        if next(sleeps) == 20:  # the left unit ends, recorded
+            store.write("pretrain.electra.p1", {"unit": "pretrain.electra.p1"})
+            left.kill()
+            left.wait()
+
+    monkeypatch.setattr(study.time, "sleep", sleep)
+    try:
+        study.schedule(_args(tmp_path), _setup(), store, launch=runner)
+    finally:
+        left.kill()
+        left.wait()
+    assert beside == []
+    assert "pretrain.electra.p1" not in runner.started
+    assert runner.started[0] == "finetune.pos.none-p1.f1"
+    expected = {u.key for u in study.plan_units(_setup())} - {"pretrain.electra.p1"}
+    assert sorted(runner.started) == sorted(expected)
+    output = capsys.readouterr().out
+    assert "unit pretrain.electra.p1 running already, in slot 0" in output
+    assert "unit pretrain.electra.p1 done" in output
+
+
+def test_a_running_unit_holds_the_slot_pick_unit_gives_its_kind():
+    assert study.slot_for("pretrain.mlm.p2", set(), jobs=2) == 0
+    assert study.slot_for("finetune.pos.none-p1.f1", set(), jobs=2) == 1
+    assert study.slot_for("finetune.pos.none-p1.f2", {1}, jobs=3) == 2
+    assert study.slot_for("finetune.pos.none-p1.f2", {1}, jobs=2) == 0
+    assert study.slot_for("pretrain.mlm.p2", {0, 1}, jobs=2) is None
+    assert study.slot_for("finetune.pos.none-p1.f1", set(), jobs=1) == 0
+
+
+def test_a_unit_records_the_commit_it_started_with(tmp_path, monkeypatch):
+    store = study.Store(tmp_path)
+    commits = iter(["started", "moved on"])
+    monkeypatch.setattr(study, "commit", lambda: next(commits))
+    monkeypatch.setattr(study, "finetune_unit", lambda *a: {"test": 1.0})
+    study.run_one(None, None, "finetune.pos.none-p1.f1", None, store)
+    assert store.read("finetune.pos.none-p1.f1")["commit"] == "started"
 
 
 def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
