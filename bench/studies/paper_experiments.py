@@ -366,33 +366,37 @@ class Unit:
 def plan_units(setup: dict) -> list[Unit]:
     """Every unit of the study, in the order they are best run.
 
-    A pre-training seed's runs come before the next seed's, and the final
-    encoders' fine-tuning before the next seed's pre-training, so a budget
-    cut short leaves whole comparisons rather than many half ones. A variant
-    given fewer seeds (`--seeds-of`: an ablation row, not a headline
-    comparison) runs its seeds with the last of the others', after them.
+    Tasks in the order given: the first task's fine-tuning comes before any
+    of the next's, so a budget cut short leaves one task's comparison over
+    every pre-training seed rather than two tasks' over one. Within a task,
+    a pre-training seed's runs come before the next seed's, and the final
+    encoders' fine-tuning before the next seed's pre-training (curve points
+    after them). A variant given fewer seeds (`--seeds-of`: an ablation row,
+    not a headline comparison) runs its seeds with the last of the others',
+    after them.
     """
     units = []
     fseeds = setup["finetune_seeds"]
+    tasks = setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for name, pseeds in setup["variant_seeds"].items():
         ablation = len(pseeds) < most
         for rank, pseed in enumerate(pseeds, start=most - len(pseeds)):
             run = f"pretrain.{name}.p{pseed}"
-            units.append(Unit(run, None, (rank, 0, ablation, name)))
+            units.append(Unit(run, None, (0, rank, 0, ablation, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
                 seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
-                for task in setup["tasks"]:
+                for t, task in enumerate(tasks):
                     for fseed in seeds:
                         key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
-                        kind = 1 if final else 2
-                        units.append(Unit(key, run, (rank, kind, ablation, key)))
+                        order = (t, rank, 1 if final else 2, ablation, key)
+                        units.append(Unit(key, run, order))
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
-        for task in setup["tasks"]:
+        for t, task in enumerate(tasks):
             for fseed in fseeds:
                 key = f"finetune.{task}.none-p{pseed}.f{fseed}"
-                units.append(Unit(key, None, (rank, 1, False, key)))
+                units.append(Unit(key, None, (t, rank, 1, False, key)))
     return units
 
 

@@ -58,6 +58,23 @@ def test_plan_puts_whole_comparisons_before_the_next_pretraining_seed():
     assert by_key["finetune.pos.none-p2.f1"].needs is None
 
 
+def test_plan_finishes_the_first_task_over_every_pretraining_seed_first():
+    order = [
+        u.key
+        for u in sorted(
+            study.plan_units(_setup(tasks=["pos", "sentiment"])),
+            key=lambda u: u.priority,
+        )
+    ]
+    first_sentiment = min(i for i, k in enumerate(order) if ".sentiment." in k)
+    for key in ("pretrain.mlm.p2", "finetune.pos.mlm-p2-s140.f2"):
+        assert order.index(key) < first_sentiment, key
+    assert order.index("finetune.pos.electra-p2-s50.f1") < first_sentiment
+    assert order.index("finetune.sentiment.none-p1.f1") < order.index(
+        "finetune.sentiment.none-p2.f1"
+    )
+
+
 def test_variants_with_fewer_pretraining_seeds_plan_fewer_runs():
     setup = _setup(variant_seeds={"electra": [1, 2], "mlm": [1]})
     keys = {u.key for u in study.plan_units(setup)}
