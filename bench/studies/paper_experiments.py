@@ -976,6 +976,7 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
                     "test": run["test"][metric],
                     "dev": run["dev"]["dev"][metric],
                     "best_epoch": run["best_epoch"],
+                    "train": _trained(run, metric),
                     "epochs_run": len(run["epochs"]),
                     "late_dev_gain": late_gain(run["epochs"]),
                     "stopped_early": run.get("stopped_early", False),
@@ -989,6 +990,12 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
             for (variant, step), points in sorted(rows.items())
         }
     return summary
+
+
+def _trained(run: dict, metric: str) -> float | None:
+    """The training score of a run's chosen epoch (None if not logged)."""
+    epoch = run["epochs"][run["best_epoch"] - 1]
+    return epoch.get("train", {}).get(metric)
 
 
 def _describe(variant, step, points) -> dict:
@@ -1015,6 +1022,11 @@ def _describe(variant, step, points) -> dict:
             str(s): statistics.fmean(v) for s, v in sorted(by_run.items())
         },
         "dev_mean": statistics.fmean(p["dev"] for p in points),
+        # How well the runs fit their training data (at the chosen epoch):
+        # an encoder that is a poor start shows here as well as on dev.
+        "train_mean": statistics.fmean(p["train"] for p in points)
+        if all(p.get("train") is not None for p in points)
+        else None,
         "best_epoch_is_last": sum(
             p["best_epoch"] == p["epochs_run"] and not p["stopped_early"]
             for p in points
@@ -1141,6 +1153,13 @@ def write_report(args, setup, store) -> None:
             if k.startswith("pretrain.")
         },
         "in_progress": runs_in_progress(setup, store),
+        "encoder_weights": {
+            path.name: weight_scales(path)
+            for path in sorted(
+                (store.directory.parent / "encoders").glob("*"), key=_by_step
+            )
+            if (path / "model.weights.h5").exists()
+        },
         "summary": summary,
         "comparisons": compared,
         "finetuning_runs": {
@@ -1148,13 +1167,70 @@ def write_report(args, setup, store) -> None:
         },
     }
     write_result(output.with_suffix(".json"), report)
-    output.with_suffix(".md").write_text(markdown(setup, summary, compared))
+    output.with_suffix(".md").write_text(
+        markdown(setup, summary, compared, report["encoder_weights"])
+    )
     for task, points in summary.items():
         if points:  # nothing to draw before a task's first run
             plot(setup, task, points, pathlib.Path(f"{output}_{task}.png"))
 
 
-def markdown(setup, summary, compared) -> str:
+def _by_step(encoder_dir: pathlib.Path) -> tuple:
+    """electra-p2-s750 before electra-p2-s1500."""
+    run, _, step = encoder_dir.name.rpartition("-s")
+    return (run, int(step)) if step.isdigit() else (encoder_dir.name, 0)
+
+
+def weight_scales(encoder_dir: pathlib.Path) -> dict:
+    """Root-mean-square of a kept encoder's weight matrices: the token
+    embeddings, and per block the attention and feed-forward kernels. Set
+    beside the fresh initialisation's scale (a truncated normal of the
+    preset's `initializer_range`), they show what pre-training and its
+    weight decay did to the start fine-tuning gets."""
+    import h5py
+    import numpy as np
+
+    groups: dict[str, dict[str, list]] = {"attention": {}, "feed_forward": {}}
+    embeddings = None
+    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
+        kernels = []
+        weights.visititems(
+            lambda name, item: (
+                kernels.append((name, np.asarray(item)))
+                if isinstance(item, h5py.Dataset) and item.ndim >= 2
+                else None
+            )
+        )
+    for name, kernel in kernels:
+        if "reversible_embedding" in name:
+            embeddings = kernel
+        # Blocks are "transformer_encoder[_N]" in encoders saved before the
+        # encoder had its own layer class, "electra_transformer_layer[_N]" since.
+        block = next((p for p in name.split("/") if "transformer" in p), "")
+        kind = "attention" if "_self_attention_layer/" in name else "feed_forward"
+        if block and ("_self_attention_layer/" in name or "_feedforward_" in name):
+            groups[kind].setdefault(block, []).append(kernel.ravel())
+
+    def rms(values):
+        return float(np.sqrt(np.mean(np.square(values))))
+
+    def by_block(blocks):
+        # transformer_encoder, transformer_encoder_1, ...: in depth order.
+        def depth(block):
+            tail = block.rsplit("_", 1)[1]
+            return int(tail) if tail.isdigit() else 0
+
+        order = sorted(blocks, key=depth)
+        return [rms(np.concatenate(blocks[b])) for b in order]
+
+    return {
+        "token_embeddings": None if embeddings is None else rms(embeddings),
+        "attention": by_block(groups["attention"]),
+        "feed_forward": by_block(groups["feed_forward"]),
+    }
+
+
+def markdown(setup, summary, compared, encoder_weights=None) -> str:
     lines = [
         f"Budget {setup['budget_flops']:.3g} pre-training FLOPs per run (the "
         f"paper's count; {setup['preset']} preset, batch {setup['batch_size']}). "
@@ -1178,9 +1254,9 @@ def markdown(setup, summary, compared) -> str:
             f"### {task}",
             "",
             "| encoder | step | FLOPs (paper) | FLOPs (executed) | runs | test | "
-            f"per pre-training run | dev | best epoch last | last {LATE_EPOCHS} "
-            "epochs' dev gain |",
-            "|---|---:|---:|---:|---:|---|---|---:|---:|---:|",
+            f"per pre-training run | dev | train | best epoch last | "
+            f"last {LATE_EPOCHS} epochs' dev gain |",
+            "|---|---:|---:|---:|---:|---|---|---:|---:|---:|---:|",
         ]
         for point in points.values():
             per_run = ", ".join(
@@ -1192,7 +1268,8 @@ def markdown(setup, summary, compared) -> str:
                 f"{point['pretraining_runs']} x "
                 f"{point['finetuning_runs'] // max(1, point['pretraining_runs'])} | "
                 f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
-                f"{point['dev_mean']:.4f} | {point['best_epoch_is_last']} of "
+                f"{point['dev_mean']:.4f} | {_score(point.get('train_mean'))} | "
+                f"{point['best_epoch_is_last']} of "
                 f"{point['finetuning_runs']} | {point['late_dev_gain_mean']:+.4f} |"
             )
         for name, interval in compared.get(task, {}).items():
@@ -1202,7 +1279,36 @@ def markdown(setup, summary, compared) -> str:
                 f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
             )
         lines.append("")
+    if encoder_weights:
+        from electra_tf.presets import get_preset
+
+        std = setup["hparams"].get(
+            "initializer_range", get_preset(setup["preset"]).model.initializer_range
+        )
+        lines += [
+            "### Encoder weights (root mean square)",
+            "",
+            f"The `none` runs start from a truncated normal of standard deviation "
+            f"{std:g} (root mean square ~{0.88 * std:.4f}).",
+            "",
+            "| encoder | token embeddings | attention, per block | "
+            "feed-forward, per block |",
+            "|---|---:|---|---|",
+        ]
+        for name, scales in encoder_weights.items():
+            lines.append(
+                f"| {name} | {_score(scales['token_embeddings'])} | "
+                + ", ".join(f"{v:.4f}" for v in scales["attention"])
+                + " | "
+                + ", ".join(f"{v:.4f}" for v in scales["feed_forward"])
+                + " |"
+            )
+        lines.append("")
     return "\n".join(lines)
+
+
+def _score(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
 
 
 def plot(setup, task, points, path) -> None:

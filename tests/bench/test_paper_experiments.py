@@ -264,7 +264,11 @@ def _run(encoder, fseed, test, dev=0.5, task="pos"):
         "test": {"accuracy": test},
         "dev": {"dev": {"accuracy": dev}},
         "best_epoch": 2,
-        "epochs": [{"score": dev - 0.1}, {"score": dev}, {"score": dev - 0.05}],
+        "epochs": [
+            {"score": dev - 0.1, "train": {"accuracy": 0.6}},
+            {"score": dev, "train": {"accuracy": 0.7}},
+            {"score": dev - 0.05, "train": {"accuracy": 0.8}},
+        ],
         "stopped_early": True,
     }
 
@@ -413,6 +417,8 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     assert progress["kept_encoders"] == ["mlm-p2-s70"]
     assert "pretrain.electra.p1" not in report["in_progress"]  # recorded whole
     assert report["summary"]["pos"]["electra@100"]["finetuning_runs"] == 2
+    # The training score is the chosen (best dev) epoch's, not the last's.
+    assert report["summary"]["pos"]["electra@100"]["train_mean"] == 0.7
     assert {"command", "date", "machine", "versions"} <= set(report)
     assert (tmp_path / "report_pos.png").stat().st_size > 0
     assert "ELECTRA" in output.with_suffix(".md").read_text()
@@ -603,3 +609,38 @@ def test_a_pos_training_sample_is_the_same_sentences_in_file_order_every_time():
     assert sample.lines == tuple(i + 1 for i in indices)
     with pytest.raises(SystemExit, match="exceeds the 50 sentences of train.conll"):
         study.sample_sentences(sentences, 51)
+
+
+def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
+    import keras
+
+    from electra_tf.models.encoder import ElectraEncoder
+    from tests.helpers import TINY_ENCODER
+
+    encoder = ElectraEncoder(**{**TINY_ENCODER, "num_layers": 2})
+    # Block 2's attention scaled up: the scales must follow the blocks' order.
+    for weight in encoder.weights:
+        if "transformer_layer_1/" in weight.path and "attention" in weight.path:
+            weight.assign(weight * 3.0)
+    encoder.save_weights(tmp_path / "model.weights.h5")
+    scales = study.weight_scales(tmp_path)
+
+    def rms(paths):
+        values = [
+            keras.ops.convert_to_numpy(w).ravel()
+            for w in encoder.weights
+            if len(w.shape) >= 2 and paths(w.path)
+        ]
+        return float(np.sqrt(np.mean(np.square(np.concatenate(values)))))
+
+    assert len(scales["attention"]) == len(scales["feed_forward"]) == 2
+    assert scales["attention"][1] == pytest.approx(
+        rms(lambda p: "transformer_layer_1/" in p and "attention_layer/" in p)
+    )
+    assert scales["attention"][1] > 2 * scales["attention"][0]
+    assert scales["feed_forward"][0] == pytest.approx(
+        rms(lambda p: "transformer_layer_0/" in p and "feedforward_" in p)
+    )
+    assert scales["token_embeddings"] == pytest.approx(
+        rms(lambda p: "token_embedding" in p)
+    )
