@@ -50,7 +50,7 @@ from electra_tf.finetuning.squad_data import (
     write_predictions_json,
 )
 from electra_tf.finetuning.starting_point import from_preset, random_encoder
-from electra_tf.finetuning.task import FinetuningTask
+from electra_tf.finetuning.task import CLASSIFICATION_ONLY, FinetuningTask
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
@@ -58,8 +58,6 @@ from electra_tf.models.question_answerer_preprocessor import (
 
 # `finetune/run.py --task ...` names of the two SQuAD versions.
 SQUAD_TASKS = {"squad1": 1, "squad2": 2}
-# Read by a classification head and pair tasks only.
-CLASSIFICATION_ONLY = "it is for classification and regression"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,8 +116,7 @@ class QuestionAnsweringTask(FinetuningTask):
     recipe_changes = {"max_seq_length": 512, "eval_batch_size": 32}
     default_epochs = 2
     settings_not_read = {
-        "pooling": CLASSIFICATION_ONLY,
-        "swap_pairs": CLASSIFICATION_ONLY,
+        **CLASSIFICATION_ONLY,
         "head_dropout": "the span head has no dropout",
         "group_by_length": "every window is max_seq_length long",
     }

@@ -26,7 +26,7 @@ import dataclasses
 import json
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import tensorflow as tf
 
@@ -379,34 +379,3 @@ def write_predictions_json(path: str, predictions: Mapping[str, str]) -> str:
 def write_null_odds_json(path: str, na_scores: Mapping[str, float]) -> str:
     """`{question id: no-answer score}`, the official 2.0 script's `--na-prob-file`."""
     return write_json(path, {str(k): float(v) for k, v in na_scores.items()})
-
-
-def write_squad_json(path: str, examples: Sequence[SquadExample], version: int) -> str:
-    """Writes examples in the official layout (one article per title,
-    paragraphs in order of first appearance)."""
-    articles: dict[str, dict[str, list]] = {}
-    for example in examples:
-        paragraphs = articles.setdefault(example.title, {})
-        qa = {
-            "id": example.qid,
-            "question": example.question,
-            "answers": [
-                {"text": text, "answer_start": start} for text, start in example.answers
-            ],
-        }
-        if version == 2:
-            qa["is_impossible"] = example.is_impossible
-        paragraphs.setdefault(example.context, []).append(qa)
-    data = {
-        "version": _version_suffix(version).removeprefix("v"),
-        "data": [
-            {
-                "title": title,
-                "paragraphs": [
-                    {"context": context, "qas": qas} for context, qas in paras.items()
-                ],
-            }
-            for title, paras in articles.items()
-        ],
-    }
-    return write_json(path, data)

@@ -40,14 +40,11 @@ from electra_tf.finetuning.tagging_data import (
     read_conll,
 )
 from electra_tf.finetuning.tagging_metrics import is_span_tag_set, tagging_scores
-from electra_tf.finetuning.task import FinetuningTask
+from electra_tf.finetuning.task import CLASSIFICATION_ONLY, FinetuningTask
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
 )
-
-# Read by a classification head and pair tasks only.
-CLASSIFICATION_ONLY = "it is for classification and regression"
 
 
 @dataclasses.dataclass
@@ -73,10 +70,7 @@ class TaggingTask(FinetuningTask):
     """CoNLL tagging (`data`: a `TaggingData`)."""
 
     names = ("tagging",)
-    settings_not_read = {
-        "pooling": CLASSIFICATION_ONLY,
-        "swap_pairs": CLASSIFICATION_ONLY,
-    }
+    settings_not_read = CLASSIFICATION_ONLY
     model_file = "tagger.keras"
 
     @classmethod

@@ -27,6 +27,12 @@ import tensorflow as tf
 from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
 
+# The settings only a classification head and pair tasks read, for the other
+# kinds' `settings_not_read`.
+CLASSIFICATION_ONLY = dict.fromkeys(
+    ("pooling", "swap_pairs"), "it is for classification and regression"
+)
+
 
 class FinetuningTask:
     """One kind of fine-tuning: its data, model, dev score and outputs.
