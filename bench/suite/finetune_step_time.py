@@ -11,7 +11,7 @@ batch 32, length 64, batches grouped by length and cut to their longest).
 Per task (`tagging`: Brown POS; `classification`: rt_polarity, as SST-2),
 with the model, optimizer and dataset fine-tuning builds
 (`build_token_classifier` / `build_classifier`, `make_optimizer`,
-`to_dataset(group_by_length=True)`, remainders pooled under XLA):
+`length_grouping.batches` grouped by length, remainders pooled under XLA):
 
 * `pipeline`: CPU seconds per batch of the input pipeline alone (reading,
   shuffling, grouping, and the preprocessor's tokenisation, which keras-hub
@@ -195,16 +195,23 @@ class Task:
     def dataset(self, batch_size, max_words, jit_compile):
         """The training dataset as the task kind builds it (under XLA the
         length groups' remainders pooled into full batches)."""
-        grouping = {
-            "shuffle": True,
-            "seed": 1,
-            "group_by_length": True,
-            "max_words": max_words,
-            "pool_remainders": jit_compile,
-        }
+        from electra_tf.finetuning import length_grouping
+
         if self.name == "tagging":
-            return self.data.train.to_dataset(batch_size, self.data.tag_ids, **grouping)
-        return self.data.to_dataset(batch_size, **grouping)
+            train = self.data.train
+            elements = train.elements(self.data.tag_ids)
+        else:
+            train = self.data
+            elements = train.elements
+        return length_grouping.batches(
+            elements,
+            batch_size,
+            shuffle=True,
+            seed=1,
+            word_counts=train.word_counts(),
+            max_words=max_words,
+            pool_remainders=jit_compile,
+        )
 
 
 def preprocessed(dataset, preprocess):

@@ -180,17 +180,23 @@ def padding_of(task: str, args) -> str:
     return "max_length" if task == "qa" else args.padding
 
 
-def _grouping(args) -> dict:
-    if args.padding == "max_length":
-        return {}
-    # The groups' remainders pooled (fine-tuning's way under XLA) in graph
-    # mode too: full batches but one an epoch (the peer's are all full), so
-    # that steps compare.
-    return {
-        "group_by_length": True,
-        "max_words": args.max_seq_length,
-        "pool_remainders": True,
-    }
+def _training_batches(args, elements, word_counts):
+    """Shuffled batches of `elements`, grouped by length unless padding to
+    max_length: the groups' remainders pooled (fine-tuning's way under XLA)
+    in graph mode too: full batches but one an epoch (the peer's are all
+    full), so that steps compare."""
+    from electra_tf.finetuning import length_grouping
+
+    grouping = {}
+    if args.padding != "max_length":
+        grouping = {
+            "word_counts": word_counts,
+            "max_words": args.max_seq_length,
+            "pool_remainders": True,
+        }
+    return length_grouping.batches(
+        elements, args.batch_size, shuffle=True, seed=1, **grouping
+    )
 
 
 def _squad_examples():
@@ -252,7 +258,6 @@ class OurTrainer:
         if task == "qa":
             from electra_tf.finetuning.question_answering import (
                 build_question_answerer,
-                training_dataset,
                 training_windows,
             )
 
@@ -264,7 +269,7 @@ class OurTrainer:
                 1, config, model_config=model_config, vocabulary=vocabulary
             )
             windows = training_windows(model.preprocessor, _squad_examples())
-            dataset = training_dataset(windows, args.batch_size, seed=1)
+            dataset = _training_batches(args, windows, None)
         else:
             model_config = _model_config(args.preset, vocabulary, 0.1)
             config = _recipe(args, model_config)
@@ -283,8 +288,8 @@ class OurTrainer:
                     model_config=model_config,
                     vocabulary=vocabulary,
                 )
-                dataset = examples.to_dataset(
-                    args.batch_size, shuffle=True, seed=1, **_grouping(args)
+                dataset = _training_batches(
+                    args, examples.elements, examples.word_counts()
                 )
             else:
                 from electra_tf.finetuning.tagging import (
@@ -302,12 +307,8 @@ class OurTrainer:
                     model_config=model_config,
                     vocabulary=vocabulary,
                 )
-                dataset = data.train.to_dataset(
-                    args.batch_size,
-                    data.tag_ids,
-                    shuffle=True,
-                    seed=1,
-                    **_grouping(args),
+                dataset = _training_batches(
+                    args, data.train.elements(data.tag_ids), data.train.word_counts()
                 )
         if args.padding == "max_length" and task != "qa":
             # keras-hub's own: the preprocessor's packed length, untrimmed.

@@ -50,10 +50,10 @@ def main(argv=None):
 
     from bench.run_info import run_info
     from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.finetuning import length_grouping
     from electra_tf.finetuning.question_answering import (
         QuestionAnsweringConfig,
         build_question_answerer,
-        training_dataset,
         training_windows,
     )
     from electra_tf.finetuning.squad_data import load_squad_split
@@ -84,7 +84,9 @@ def main(argv=None):
             config, model.backbone.num_layers, (args.epochs + 1) * steps
         )
     )
-    dataset = training_dataset(window_data, config.batch_size, seed=1)
+    dataset = length_grouping.batches(
+        window_data, config.batch_size, shuffle=True, seed=1
+    )
     model.fit(dataset, epochs=1, shuffle=False, verbose=0)  # warm-up: tracing
     start = time.perf_counter()
     model.fit(dataset, epochs=args.epochs, shuffle=False, verbose=0)

@@ -150,18 +150,11 @@ class ClassificationTask(FinetuningTask):
             vocabulary=start.vocabulary,
         )
 
-    def training_data(self, model, seed):
+    def training_examples(self, model):
         train = self.data.train
         if self.glue_task.swap_pairs and self.config.swap_pairs:
             train = train.with_swapped_pairs()
-        return train.to_dataset(
-            self.config.batch_size,
-            shuffle=True,
-            seed=seed,
-            group_by_length=self.config.group_by_length,
-            max_words=self.config.max_seq_length,
-            pool_remainders=self.config.jit_compile,
-        )
+        return train.elements, train.word_counts()
 
     def compile_arguments(self) -> dict:
         # Cross-entropy on logits, or squared error for STS-B and scores.

@@ -9,7 +9,8 @@
 * `GlueExamples.sample(count, seed)`: a seeded random subset (few-example
   runs).
 * `GlueExamples.to_dataset()`: a `tf.data.Dataset` of raw strings and label
-  ids (or scaled regression targets) for `ElectraTextClassifier.fit`.
+  ids (or scaled regression targets) for `ElectraTextClassifier.evaluate`
+  and `predict` (`elements` and `word_counts` for the training batches).
 * `TaskData`: the splits of one run (train, dev, test), as `GlueExamples`.
 * `write_submission(...)`: a GLUE-server TSV (`index<TAB>prediction`).
 
@@ -92,45 +93,28 @@ class GlueExamples:
             labels=None if self.labels is None else self.labels[chosen],
         )
 
-    def to_dataset(
-        self,
-        batch_size: int,
-        shuffle: bool = False,
-        seed: int | None = None,
-        group_by_length: bool = False,
-        max_words: int = 128,
-        pool_remainders: bool = False,
-    ) -> tf.data.Dataset:
-        """Batches of raw strings (and labels) for the task API's `fit`.
-
-        Elements are `(x, y)`, or `(x,)` for an unlabelled split, where `x`
-        is a tf.string [batch] tensor for single-sentence tasks and a tuple of
-        two of them for pairs; `y` is int32 [batch] or float32 [batch]. The
-        classifier's preprocessor tokenizes them inside `fit`/`predict`. The
-        last batch may be smaller (nothing is dropped, so evaluation sees
-        every example), except with `group_by_length`: shuffled examples
-        batched with others of similar length, up to `max_words` words, the
-        groups' last batches smaller or, with `pool_remainders` (XLA), pooled
-        (`electra_tf.finetuning.length_grouping`; for training). The dataset's
-        cardinality is its number of batches.
-        """
+    @property
+    def elements(self) -> tuple:
+        """The examples as in-memory tensors, one a row: `(x, labels)`, or
+        `(x,)` unlabelled, where `x` is the texts (a tf.string [examples]
+        array for single-sentence tasks, a tuple of two for pairs) and
+        `labels` int32 or float32 [examples]. The classifier's preprocessor
+        tokenizes them inside `fit`/`predict`."""
         texts = tuple(np.array(segment, dtype=object) for segment in self.texts)
         x = texts[0] if len(texts) == 1 else texts
         # `(x,)`, not `x`, when unlabelled: Keras and tf.data take an element
         # that is a pair of tensors for `(x, y)`, so a bare sentence pair
         # would be read as (first sentence, label).
-        elements = (x,) if self.labels is None else (x, self.labels)
-        return length_grouping.batches(
-            elements,
-            batch_size,
-            shuffle=shuffle,
-            seed=seed,
-            word_counts=(
-                length_grouping.words_in_texts(*self.texts) if group_by_length else None
-            ),
-            max_words=max_words,
-            pool_remainders=pool_remainders,
-        )
+        return (x,) if self.labels is None else (x, self.labels)
+
+    def word_counts(self) -> np.ndarray:
+        """The words of each example, both segments (`group_by_length`)."""
+        return length_grouping.words_in_texts(*self.texts)
+
+    def to_dataset(self, batch_size: int) -> tf.data.Dataset:
+        """The `elements` in batches, in order, the last one smaller: for
+        evaluation and prediction (training batches: `FinetuningTask.training_data`)."""
+        return length_grouping.batches(self.elements, batch_size)
 
 
 @dataclasses.dataclass

@@ -167,9 +167,9 @@ class QuestionAnsweringTask(FinetuningTask):
             vocabulary=start.vocabulary,
         )
 
-    def training_data(self, model, seed):
-        windows = training_windows(model.preprocessor, self.data.trained_on)
-        return training_dataset(windows, self.config.batch_size, seed)
+    def training_examples(self, model):
+        # Windows are all `max_seq_length` long: never grouped.
+        return training_windows(model.preprocessor, self.data.trained_on), None
 
     def evaluate(self, model, logs):
         """Answers the dev questions; the official results go into `logs` as
@@ -294,18 +294,6 @@ def training_windows(
         "no_answer_logit": w["is_impossible"],
     }
     return x, y
-
-
-def training_dataset(
-    windows: tuple[dict[str, np.ndarray], dict[str, np.ndarray]],
-    batch_size: int,
-    seed: int,
-) -> tf.data.Dataset:
-    """Batches of `batch_size` windows, reshuffled every epoch with `seed`."""
-    size = len(windows[0]["token_ids"])
-    dataset = tf.data.Dataset.from_tensor_slices(windows)
-    dataset = dataset.shuffle(size, seed=seed, reshuffle_each_iteration=True)
-    return dataset.batch(batch_size)
 
 
 def evaluate_answers(

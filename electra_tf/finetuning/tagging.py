@@ -128,16 +128,9 @@ class TaggingTask(FinetuningTask):
             vocabulary=start.vocabulary,
         )
 
-    def training_data(self, model, seed):
-        return self.data.train.to_dataset(
-            self.config.batch_size,
-            self.data.tag_ids,
-            shuffle=True,
-            seed=seed,
-            group_by_length=self.config.group_by_length,
-            max_words=self.config.max_seq_length,
-            pool_remainders=self.config.jit_compile,
-        )
+    def training_examples(self, model):
+        train = self.data.train
+        return train.elements(self.data.tag_ids), train.word_counts()
 
     def evaluate(self, model, logs):
         """Tags the dev sentences; scores go into `logs` as `val_<metric>`."""

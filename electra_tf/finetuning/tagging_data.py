@@ -35,7 +35,6 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
-from electra_tf.finetuning import length_grouping
 
 DOCUMENT_START = "-DOCSTART-"
 # The tensorflow-datasets tagging set `--task tagging --tfds` reads: CoNLL-2003
@@ -63,40 +62,19 @@ class TaggedSentences:
     def __len__(self) -> int:
         return len(self.words)
 
-    def to_dataset(
-        self,
-        batch_size: int,
-        tag_ids: dict[str, int] | None = None,
-        shuffle: bool = False,
-        seed: int | None = None,
-        group_by_length: bool = False,
-        max_words: int = 128,
-        pool_remainders: bool = False,
-    ) -> tf.data.Dataset:
-        """Batches of words (tf.string [batch, (words)]) and tag ids
-        (int32 [batch, (words)]) for `ElectraTokenClassifier.fit`; with
-        `group_by_length`, shuffled sentences batched with others of similar
-        length, up to `max_words` words, the groups' last batches smaller or,
-        with `pool_remainders` (XLA), pooled
-        (`electra_tf.finetuning.length_grouping`; for training). The dataset's
-        cardinality is its number of batches."""
+    def elements(self, tag_ids: dict[str, int] | None = None) -> tuple:
+        """The sentences as in-memory tensors, one a row: words (tf.string
+        [sentences, (words)]) and, with `tag_ids` and tags, their tag ids
+        (int32 [sentences, (words)]), for `ElectraTokenClassifier.fit`."""
         words = tf.ragged.constant([list(w) for w in self.words], dtype=tf.string)
         if self.tags is None or tag_ids is None:
-            elements = (words,)
-        else:
-            ids = [[tag_ids[tag] for tag in tags] for tags in self.tags]
-            elements = (words, tf.ragged.constant(ids, dtype=tf.int32))
-        return length_grouping.batches(
-            elements,
-            batch_size,
-            shuffle=shuffle,
-            seed=seed,
-            word_counts=(
-                np.array([len(w) for w in self.words]) if group_by_length else None
-            ),
-            max_words=max_words,
-            pool_remainders=pool_remainders,
-        )
+            return (words,)
+        ids = [[tag_ids[tag] for tag in tags] for tags in self.tags]
+        return words, tf.ragged.constant(ids, dtype=tf.int32)
+
+    def word_counts(self) -> np.ndarray:
+        """The words of each sentence (`group_by_length`)."""
+        return np.array([len(w) for w in self.words])
 
 
 def read_conll(path, labelled: bool = True) -> TaggedSentences:

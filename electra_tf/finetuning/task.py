@@ -22,8 +22,10 @@ A fourth kind is a subclass in a module of its own, listed in
 from __future__ import annotations
 
 import keras
+import numpy as np
 import tensorflow as tf
 
+from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
 
@@ -39,7 +41,7 @@ class FinetuningTask:
 
     Subclasses set the class attributes and implement the methods that raise
     `NotImplementedError`; the trainer calls them in this order: `build_model`,
-    `training_data`, `compile_arguments`, `evaluate` (after every epoch), and
+    `training_examples`, `compile_arguments`, `evaluate` (after every epoch), and
     `write_outputs` for the best seed.
     """
 
@@ -119,11 +121,30 @@ class FinetuningTask:
         `backbone` encoder), after the seed is set."""
         raise NotImplementedError
 
-    def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
-        """Training batches for `model.fit`, shuffled with `seed`. Their
-        number in an epoch is the dataset's cardinality: Keras and the
-        learning-rate schedule count the steps from it."""
+    def training_examples(self, model: keras.Model) -> tuple[tuple, np.ndarray | None]:
+        """The training examples as in-memory tensors, one a row (`(x, y)`
+        in the layout `model.fit` takes), and their word counts, which
+        `group_by_length` groups them by (None: never grouped)."""
         raise NotImplementedError
+
+    def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
+        """Training batches for `model.fit`: the `training_examples` shuffled
+        with `seed` anew every epoch and, with `group_by_length`, batched with
+        others of similar length up to `max_seq_length` words, the groups'
+        remainders pooled under XLA (`length_grouping.batches`). Their number
+        in an epoch is the dataset's cardinality: Keras and the learning-rate
+        schedule count the steps from it."""
+        elements, word_counts = self.training_examples(model)
+        config = self.config
+        return length_grouping.batches(
+            elements,
+            config.batch_size,
+            shuffle=True,
+            seed=seed,
+            word_counts=word_counts if config.group_by_length else None,
+            max_words=config.max_seq_length,
+            pool_remainders=config.jit_compile,
+        )
 
     def compile_arguments(self) -> dict:
         """Arguments of `model.compile` beside the optimizer (loss, metrics)."""

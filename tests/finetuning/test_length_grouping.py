@@ -20,6 +20,23 @@ def sentences(lengths) -> TaggedSentences:
     )
 
 
+def grouped(examples, batch_size, max_words, pool_remainders=False, seed=1):
+    """Training batches of `examples` (`TaggedSentences` or `GlueExamples`)
+    as a task makes them: shuffled, grouped by their word counts."""
+    elements = examples.elements
+    if isinstance(examples, TaggedSentences):
+        elements = examples.elements({"X": 0})
+    return length_grouping.batches(
+        elements,
+        batch_size,
+        shuffle=True,
+        seed=seed,
+        word_counts=examples.word_counts(),
+        max_words=max_words,
+        pool_remainders=pool_remainders,
+    )
+
+
 def epoch(dataset) -> list[list[int]]:
     """One pass: each batch as its sentences' numbers."""
     return [
@@ -55,15 +72,7 @@ def test_an_epoch_is_every_example_once_in_the_counted_batches(
     examples, batch_size, max_words, pool_remainders
 ):
     lengths = np.random.default_rng(examples).integers(1, 70, examples)
-    dataset = sentences(lengths).to_dataset(
-        batch_size,
-        {"X": 0},
-        shuffle=True,
-        seed=1,
-        group_by_length=True,
-        max_words=max_words,
-        pool_remainders=pool_remainders,
-    )
+    dataset = grouped(sentences(lengths), batch_size, max_words, pool_remainders)
     groups = length_grouping.groups(lengths, max_words)
     counted = length_grouping.batches_per_epoch(groups, batch_size, pool_remainders)
     assert int(dataset.cardinality()) == counted
@@ -89,31 +98,15 @@ def test_a_training_set_smaller_than_a_batch_in_every_group_is_all_trained():
     # Seven sentences in four groups, batches of 8: dropping each group's
     # partial batch used to leave no batch at all.
     lengths = [1, 2, 9, 10, 17, 25, 33]
-    graph = epoch(
-        sentences(lengths).to_dataset(
-            8, {"X": 0}, shuffle=True, seed=1, group_by_length=True, max_words=32
-        )
-    )
+    graph = epoch(grouped(sentences(lengths), 8, max_words=32))
     assert sorted(map(sorted, graph)) == [[0, 1], [2, 3], [4], [5, 6]]
-    pooled = epoch(
-        sentences(lengths).to_dataset(
-            8,
-            {"X": 0},
-            shuffle=True,
-            seed=1,
-            group_by_length=True,
-            max_words=32,
-            pool_remainders=True,
-        )
-    )
+    pooled = epoch(grouped(sentences(lengths), 8, max_words=32, pool_remainders=True))
     assert [sorted(b) for b in pooled] == [list(range(7))]
 
 
 def test_grouped_epochs_have_batches_of_similar_length_and_reshuffle():
     lengths = np.random.default_rng(0).integers(1, 60, 600)
-    dataset = sentences(lengths).to_dataset(
-        16, {"X": 0}, shuffle=True, seed=1, group_by_length=True, max_words=64
-    )
+    dataset = grouped(sentences(lengths), 16, max_words=64)
     epochs = []
     for _ in range(2):
         batches = epoch(dataset)
@@ -137,8 +130,6 @@ def test_grouped_text_batches_count_words_of_both_segments():
         labels=np.zeros(40, np.int32),
     )
     # Every pair has 40 words in all: one group, two full batches of 20.
-    dataset = examples.to_dataset(
-        20, shuffle=True, seed=0, group_by_length=True, max_words=128
-    )
+    dataset = grouped(examples, 20, max_words=128, seed=0)
     batches = [x for x, _ in dataset]
     assert [int(tf.shape(b[0])[0]) for b in batches] == [20, 20]
