@@ -1,7 +1,10 @@
 """The command lines (console scripts declared in pyproject.toml): each parses its
 flags and calls one library function; `command_line` prints an `ElectraError` in
-one line (exit status 2) instead of a traceback."""
+one line (exit status 2) instead of a traceback. A command's flags dataclass
+(`FinetuningFlags`, `PretrainingFlags`) holds each flag's default, once: the
+parsers set none of their own (`flags_from`)."""
 
+import argparse
 import gc
 import logging
 import sys
@@ -36,3 +39,12 @@ def command_line(parse_args):
         return main
 
     return decorate
+
+
+def flags_from(flags_class, args: argparse.Namespace):
+    """`flags_class`, a command's flags dataclass, from the parsed `args`: a
+    flag not given (None) takes the dataclass's default; `--no-lowercase`
+    sets `lowercase`."""
+    given = {name: value for name, value in vars(args).items() if value is not None}
+    given["lowercase"] = not given.pop("no_lowercase", False)
+    return flags_class(**given)

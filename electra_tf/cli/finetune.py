@@ -28,9 +28,12 @@ import json
 import logging
 import sys
 
-from electra_tf.cli import command_line
+from electra_tf.cli import command_line, flags_from
 from electra_tf.finetuning.finetune import finetune
-from electra_tf.finetuning.settings import DEMO_PRETRAINED, FinetuningFlags
+from electra_tf.finetuning.settings import RECIPES, FinetuningConfig, FinetuningFlags
+
+# Each flag's default, from its one home (`flags_from`), for the help.
+DEFAULT = FinetuningFlags()
 
 
 def parse_args(argv=None):
@@ -44,8 +47,8 @@ def parse_args(argv=None):
         "squad1 or squad2 (default: sst2; AX is predicted by the mnli run); "
         "'tagging' for token classification on CoNLL files. With --train-file and "
         "no --task: your own classification or regression data.")
-    add("--pretrained", default=DEMO_PRETRAINED, help="A keras-hub ELECTRA preset: "
-        f"the directory pre-training exports (default: {DEMO_PRETRAINED}) or a "
+    add("--pretrained", help="A keras-hub ELECTRA preset: "
+        f"the directory pre-training exports (default: {DEFAULT.pretrained}) or a "
         "keras-hub preset name; 'none' for random initialisation.")
     files = parser.add_argument_group("your own data (--train-file): CSV, TSV, "
         "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging")
@@ -71,42 +74,43 @@ def parse_args(argv=None):
         "run (its metrics.json) is refused unless --overwrite.")
     add("--overwrite", action="store_true", help="Replace a previous run in "
         "--output-dir: its TensorBoard logs are deleted, other files overwritten.")
-    add("--seeds", default="1,2,3", help="Comma-separated seeds; one run each, "
-        "medians reported (default 1,2,3).")
+    add("--seeds", help="Comma-separated seeds; one run each, "
+        f"medians reported (default {DEFAULT.seeds}).")
     add("--train-examples", type=int, help="Train on this many of the training "
         "examples, drawn at random with --sample-seed (the same draw for every "
         "--seeds run): learning curves and few-example comparisons. Default: all.")
-    add("--sample-seed", type=int, default=0, help="Seed of the --train-examples "
-        "draw (default 0).")
+    add("--sample-seed", type=int, help="Seed of the --train-examples "
+        f"draw (default {DEFAULT.sample_seed}).")
     add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD 2).")
-    add("--batch-size", type=int, help="Default: 32.")
+    add("--batch-size", type=int, help=f"Default: {FinetuningConfig.batch_size}.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
-    add("--layerwise-decay", type=float, help="Default: 0.8 (0.9 for large).")
+    add("--layerwise-decay", type=float, help="Default: "
+        f"{RECIPES['base'].layerwise_decay} ({RECIPES['large'].layerwise_decay} "
+        "for large).")
     add("--max-seq-length", type=int, help="Tokens per example (SQuAD: window), "
         "at least 8; longer inputs are truncated (tagging, SQuAD: windowed). "
-        "Default: 128; SQuAD: 512, or the encoder's length if shorter.")
-    add("--hparams", default="{}", help="JSON object of recipe fields: "
+        f"Default: {FinetuningConfig.max_seq_length}; SQuAD: 512, or the "
+        "encoder's length if shorter.")
+    add("--hparams", help="JSON object of recipe fields: "
         'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD, '
         "QuestionAnsweringConfig's (e.g. doc_stride). Unknown keys are an error.")
     add = parser.add_argument_group(
         "random initialisation (--pretrained none)").add_argument
-    add("--preset", default="tiny", help="Model size to build (default: tiny), "
+    add("--preset", help=f"Model size to build (default: {DEFAULT.preset}), "
         "or a keras-hub preset directory such as a pre-training export: its "
         "architecture, freshly initialised (the same model without pre-training).")
     add("--vocab", help="WordPiece vocab.txt (default: the --preset directory's "
         "own, else the bundled BERT uncased one).")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
-    parser.add_argument("--jit", default="auto", choices=["auto", "on", "off"],
-        help="XLA; auto = on GPUs and TPUs only.")
+    parser.add_argument("--jit", choices=["auto", "on", "off"],
+        help=f"XLA (default {DEFAULT.jit}); auto = on GPUs and TPUs only.")
     # fmt: on
     return parser.parse_args(argv)
 
 
 @command_line(parse_args)
 def main(args) -> int:
-    flags = vars(args)
-    flags["lowercase"] = not flags.pop("no_lowercase")
-    output_dir, summary = finetune(FinetuningFlags(**flags))
+    output_dir, summary = finetune(flags_from(FinetuningFlags, args))
     median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f = %s)",

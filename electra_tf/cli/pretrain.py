@@ -18,13 +18,14 @@ import logging
 import os
 import sys
 
-from electra_tf.cli import command_line
-from electra_tf.config import OBJECTIVES, PRECISIONS, STRATEGIES
+from electra_tf.cli import command_line, flags_from
+from electra_tf.config import OBJECTIVES, PRECISIONS, STRATEGIES, TrainingConfig
 from electra_tf.pretraining.run import pretrain
 from electra_tf.pretraining.settings import PretrainingFlags
 
 
 def parse_args(argv=None):
+    default = PretrainingFlags()  # each flag's default, from its one home
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -49,15 +50,14 @@ def parse_args(argv=None):
         "one learned from it (--learn-vocab-size); with neither, the demo "
         "corpus' (at the default size and casing the one shipped as "
         "electra_tf/assets/demo_vocab.txt, without relearning it).")
-    add("--learn-vocab-size", type=int, default=8192,
-        help="Size of the vocabulary learned from --corpus without --vocab.")
+    add("--learn-vocab-size", type=int, help="Size of the vocabulary learned "
+        f"from --corpus without --vocab (default {default.learn_vocab_size}).")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
     # fmt: on
     add = parser.add_argument_group("model and objective").add_argument
     add(
         "--preset",
-        default="demo",
-        help="demo (default: the CPU demo's tiny model with a 1/16-width "
+        help=f"{default.preset} (default: the CPU demo's tiny model with a 1/16-width "
         "generator, initializer_range 0.1 and no dropout), cpu (the CPU "
         "recipe: 4 layers of 128 for a corpus of millions of tokens, ~1 hour "
         "on 2 cores), "
@@ -76,7 +76,6 @@ def parse_args(argv=None):
     )
     add(
         "--hparams",
-        default="{}",
         help="JSON object of config overrides, e.g. "
         '\'{"mask_prob": 0.2, "generator_hidden_size": 0.5}\'. Unknown keys are '
         "an error. embedding_sharing: tied (ELECTRA's, default), gdes "
@@ -89,14 +88,15 @@ def parse_args(argv=None):
     )
     # fmt: off
     add = parser.add_argument_group("run").add_argument
-    add("--model-dir", default="runs/pretrain", help="Output directory (resumable).")
+    add("--model-dir", help=f"Output directory, resumable ({default.model_dir}).")
     add("--steps", type=int, help="Training steps (updates).")
     add("--batch-size", type=int, help="GLOBAL batch size.")
     add("--learning-rate", type=float, help="Peak learning rate.")
     add("--max-seq-length", type=int, help="Sequence length of data and model.")
-    add("--checkpoint-every", type=int, help="Steps per checkpoint (100, or --steps).")
-    add("--precision", default="float32", choices=PRECISIONS)
-    add("--strategy", default="default", choices=STRATEGIES, help="default: one "
+    add("--checkpoint-every", type=int, help="Steps per checkpoint "
+        f"({TrainingConfig.checkpoint_every}, or --steps).")
+    add("--precision", choices=PRECISIONS, help=f"Default: {default.precision}.")
+    add("--strategy", choices=STRATEGIES, help="default (the default): one "
         "device; mirrored: all local GPUs (or --devices); multi_worker: several "
         "hosts, each with its own TF_CONFIG (needs --data); tpu: the TPU --tpu.")
     add("--devices", help="With --strategy mirrored: the devices to mirror over, "
@@ -104,24 +104,24 @@ def parse_args(argv=None):
     add("--tpu", help="TPU name or grpc:// address; 'local' on a TPU VM.")
     add("--tpu-zone")
     add("--gcp-project")
-    add("--steps-per-execution", type=int, default=1, help="Steps per host call.")
-    add("--jit", default="auto", choices=["auto", "on", "off"], help="Compile the "
-        "train step with XLA; auto = on (also on CPUs, where it is faster once "
-        "compiled); off for debugging or very short runs.")
+    add("--steps-per-execution", type=int, help="Steps per host call "
+        f"(default {default.steps_per_execution}).")
+    add("--jit", choices=["auto", "on", "off"], help="Compile the train step with "
+        f"XLA (default {default.jit}); auto = on (also on CPUs, where it is faster "
+        "once compiled); off for debugging or very short runs.")
     # fmt: on
     return parser.parse_args(argv)
 
 
 @command_line(parse_args)
 def main(args) -> int:
-    flags = vars(args)
-    flags["corpus"] = tuple(flags["corpus"] or ())
-    flags["lowercase"] = not flags.pop("no_lowercase")
-    results = pretrain(PretrainingFlags(**flags))
+    args.corpus = tuple(args.corpus) if args.corpus else None
+    flags = flags_from(PretrainingFlags, args)
+    results = pretrain(flags)
     if results:
         shown = {k: round(v, 4) for k, v in results.items()}
         logging.info("Held-out evaluation: %s", shown)
-    logging.info("Exports in %s", os.path.join(args.model_dir, "export"))
+    logging.info("Exports in %s", os.path.join(flags.model_dir, "export"))
     return 0
 
 

@@ -24,6 +24,7 @@ import argparse
 import sys
 
 from electra_tf.cli import command_line
+from electra_tf.config import TrainingConfig
 from electra_tf.scoring.sentence_file import score_file
 
 
@@ -35,9 +36,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--model-dir",
-        default="runs/pretrain",
+        default=TrainingConfig.model_dir,
         help="The pre-training run's directory (pretrain/run.py --model-dir; "
-        "default runs/pretrain), its export/ directory, or the "
+        "default %(default)s), its export/ directory, or the "
         "sentence_scorer SavedModel itself.",
     )
     parser.add_argument(

@@ -63,7 +63,7 @@ def prepare_pretraining_data(
     eval_data: str | None = None,
     corpus=(),
     vocab: str | None = None,
-    learn_vocab_size: int = 8192,
+    learn_vocab_size: int = DEMO_VOCABULARY_REQUEST,
     lowercase: bool = True,
     eval_fraction: float = 0.05,
     **build,

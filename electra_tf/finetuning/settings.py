@@ -141,7 +141,8 @@ def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningFlags:
-    """What a user asked for (`finetune/run.py`'s flags); None: the recipe's."""
+    """What a user asked for (`finetune/run.py`'s flags), and each flag's
+    default (the command line sets none of its own); None: the recipe's."""
 
     # A GLUE task (default: sst2), "tagging", or None with --train-file: the
     # user's own classification or regression data.

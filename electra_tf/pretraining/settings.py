@@ -23,12 +23,14 @@ from electra_tf.config import (
     parse_hparams,
     route_hparams,
 )
+from electra_tf.data.vocabulary import DEMO_VOCABULARY_REQUEST
 from electra_tf.presets import get_preset
 
 
 @dataclasses.dataclass(frozen=True)
 class PretrainingFlags:
-    """What a user asked for (`pretrain/run.py`'s flags); None: the preset's value."""
+    """What a user asked for (`pretrain/run.py`'s flags), and each flag's default
+    (the command line sets none of its own); None: the preset's value."""
 
     # Data (see `electra_tf.data.preparation.prepare_pretraining_data`).
     data: str | None = None
@@ -37,7 +39,7 @@ class PretrainingFlags:
     # The feature `tfds:` corpora read their text from; None: inferred.
     tfds_text_field: str | None = None
     vocab: str | None = None
-    learn_vocab_size: int = 8192
+    learn_vocab_size: int = DEMO_VOCABULARY_REQUEST
     lowercase: bool = True
     skip_corrupt_files: bool = False
     # Model and objective.
@@ -47,19 +49,19 @@ class PretrainingFlags:
     hparams: str | dict = "{}"
     init_checkpoint: str | None = None
     # The run.
-    model_dir: str = "runs/pretrain"
+    model_dir: str = TrainingConfig.model_dir
     steps: int | None = None
     batch_size: int | None = None
     learning_rate: float | None = None
     max_seq_length: int | None = None
     checkpoint_every: int | None = None
-    precision: str = "float32"
-    strategy: str = "default"
+    precision: str = TrainingConfig.precision
+    strategy: str = TrainingConfig.strategy
     devices: str | None = None
     tpu: str | None = None
     tpu_zone: str | None = None
     gcp_project: str | None = None
-    steps_per_execution: int = 1
+    steps_per_execution: int = TrainingConfig.steps_per_execution
     jit: str = "auto"
 
 
