@@ -69,7 +69,9 @@ def main(argv=None) -> int:
         )
         _, recipe = recipe_for_width(model_config.hidden_dim)
     else:
-        probe = build_classifier(get_task("sst2"), recipe_for_width(64)[1], pretrained)
+        probe = build_classifier(
+            get_task("sst2"), recipe_for_width(64)[1], StartingPoint(pretrained)
+        )
         _, recipe = recipe_for_width(probe.backbone.hidden_dim)
     config = recipe.override(epochs=args.epochs)
 

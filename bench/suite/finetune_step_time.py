@@ -154,25 +154,23 @@ class Task:
     def model(self, jit_compile, optimizer="recipe", metrics=True, spe=1):
         import keras
 
+        from electra_tf.finetuning.starting_point import StartingPoint
         from electra_tf.finetuning.trainer import make_optimizer
 
         config = self.recipe.override(jit_compile=jit_compile)
+        start = StartingPoint(None, self.model_config, self.vocabulary)
         keras.utils.set_random_seed(1)
         if self.name == "tagging":
             from electra_tf.finetuning.tagging import build_token_classifier
 
-            model = build_token_classifier(
-                self.data.tags, config, None, self.model_config, self.vocabulary
-            )
+            model = build_token_classifier(self.data.tags, config, start)
             loss = "auto"
             metric_list = "auto" if metrics else None
         else:
             from electra_tf.finetuning.classification import build_classifier
             from electra_tf.finetuning.glue_metrics import task_metrics
 
-            model = build_classifier(
-                self.task, config, None, self.model_config, self.vocabulary
-            )
+            model = build_classifier(self.task, config, start)
             loss = "auto"
             metric_list = task_metrics(self.task) if metrics else None
         if optimizer == "recipe":

@@ -250,6 +250,7 @@ class OurTrainer:
         import keras_hub
 
         from electra_tf.data.vocabulary import Vocabulary
+        from electra_tf.finetuning.starting_point import StartingPoint
         from electra_tf.finetuning.trainer import make_optimizer
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
@@ -266,7 +267,7 @@ class OurTrainer:
                 args.preset, vocabulary, config.encoder_dropout
             )
             model = build_question_answerer(
-                1, config, model_config=model_config, vocabulary=vocabulary
+                1, config, StartingPoint(None, model_config, vocabulary)
             )
             windows = training_windows(model.preprocessor, _squad_examples())
             dataset = _training_batches(args, windows, None)
@@ -283,10 +284,7 @@ class OurTrainer:
                     glue_task, "train", str(_data_dir(args, "rt_polarity"))
                 )
                 model = build_classifier(
-                    glue_task,
-                    config,
-                    model_config=model_config,
-                    vocabulary=vocabulary,
+                    glue_task, config, StartingPoint(None, model_config, vocabulary)
                 )
                 dataset = _training_batches(
                     args, examples.elements, examples.word_counts()
@@ -302,10 +300,7 @@ class OurTrainer:
                     directory / "train.conll", directory / "dev.conll"
                 )
                 model = build_token_classifier(
-                    data.tags,
-                    config,
-                    model_config=model_config,
-                    vocabulary=vocabulary,
+                    data.tags, config, StartingPoint(None, model_config, vocabulary)
                 )
                 dataset = _training_batches(
                     args, data.train.elements(data.tag_ids), data.train.word_counts()

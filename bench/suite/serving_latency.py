@@ -89,14 +89,14 @@ def export_ours(preset_name: str, max_seq_length: int, export_dir: str) -> None:
     from electra_tf.finetuning.classification import build_classifier
     from electra_tf.finetuning.glue_tasks import get_task
     from electra_tf.finetuning.settings import FinetuningConfig
+    from electra_tf.finetuning.starting_point import StartingPoint
 
     model, vocabulary = _model_config(preset_name)
     task = get_task("sst2")
     classifier = build_classifier(
         task,
         FinetuningConfig(max_seq_length=max_seq_length),
-        model_config=model,
-        vocabulary=vocabulary,
+        StartingPoint(None, model, vocabulary),
     )
     export_text_classifier(
         classifier, export_dir, task.text_features, label_names=task.label_names

@@ -57,6 +57,7 @@ def main(argv=None):
         training_windows,
     )
     from electra_tf.finetuning.squad_data import load_squad_split
+    from electra_tf.finetuning.starting_point import StartingPoint
     from electra_tf.finetuning.trainer import make_optimizer
     from electra_tf.presets import get_preset
 
@@ -74,7 +75,7 @@ def main(argv=None):
     train = (train * (args.questions // len(train) + 1))[: args.questions]
     keras.utils.set_random_seed(1)
     model = build_question_answerer(
-        2, config, model_config=model_config, vocabulary=vocabulary
+        2, config, StartingPoint(None, model_config, vocabulary)
     )
     window_data = training_windows(model.preprocessor, train)
     windows = len(window_data[0]["token_ids"])

@@ -24,8 +24,7 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig
-from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.config import ConfigError
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.finetuning.custom_data import load_custom_data, write_test_predictions
 from electra_tf.finetuning.glue_metrics import (
@@ -56,12 +55,9 @@ from electra_tf.finetuning.settings import (
     refuse_flags,
     refuse_unpaired_files,
 )
-from electra_tf.finetuning.starting_point import from_preset, random_encoder
+from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.models.text_classifier import ElectraTextClassifier
-from electra_tf.models.text_classifier_preprocessor import (
-    ElectraTextClassifierPreprocessor,
-)
 
 logger = logging.getLogger(__name__)
 
@@ -141,14 +137,7 @@ class ClassificationTask(FinetuningTask):
         return {"train_examples": len(self.data.train)}
 
     def build_model(self) -> ElectraTextClassifier:
-        start = self.starting_point
-        return build_classifier(
-            self.glue_task,
-            self.config,
-            start.pretrained,
-            model_config=start.model_config,
-            vocabulary=start.vocabulary,
-        )
+        return build_classifier(self.glue_task, self.config, self.starting_point)
 
     def training_examples(self, model):
         train = self.data.train
@@ -193,39 +182,17 @@ class ClassificationTask(FinetuningTask):
 
 
 def build_classifier(
-    task: GlueTask,
-    config: FinetuningConfig,
-    pretrained: str | None = None,
-    model_config: ModelConfig | None = None,
-    vocabulary: Vocabulary | None = None,
+    task: GlueTask, config: FinetuningConfig, start: StartingPoint
 ) -> ElectraTextClassifier:
-    """A classifier for `task`: from a keras-hub preset, or randomly initialised.
-
-    Args:
-        task: gives the number of outputs.
-        config: gives sequence length, head dropout and pooling, the encoder's
-            dropout and (pre-trained) the top blocks to re-draw.
-        pretrained: a keras-hub ELECTRA preset (directory or name), or None
-            for a randomly initialised encoder (the no-pre-training baseline),
-            which then needs `model_config` and `vocabulary`.
-        model_config: the encoder's architecture (random init only).
-        vocabulary: the WordPiece `Vocabulary`, with its casing (random init
-            only; a preset records its own).
-    """
-    head = dict(
+    """A classifier for `task` (its number of outputs) on `start`'s encoder
+    (`StartingPoint.build`), its head's dropout and pooling the config's."""
+    return start.build(
+        ElectraTextClassifier,
+        config,
         num_classes=task.num_classes,
         dropout=config.head_dropout,
         pooling=config.pooling,
     )
-    if pretrained is not None:
-        return from_preset(ElectraTextClassifier, pretrained, config, **head)
-    encoder, tokenizer = random_encoder(
-        model_config, vocabulary, "classifier", config.encoder_dropout
-    )
-    preprocessor = ElectraTextClassifierPreprocessor(
-        tokenizer, sequence_length=config.max_seq_length
-    )
-    return ElectraTextClassifier(backbone=encoder, preprocessor=preprocessor, **head)
 
 
 def load_task_data(

@@ -30,8 +30,7 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig
-from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.config import ConfigError
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.settings import (
@@ -49,7 +48,7 @@ from electra_tf.finetuning.squad_data import (
     write_null_odds_json,
     write_predictions_json,
 )
-from electra_tf.finetuning.starting_point import from_preset, random_encoder
+from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.task import CLASSIFICATION_ONLY, FinetuningTask
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
 from electra_tf.models.question_answerer_preprocessor import (
@@ -158,13 +157,8 @@ class QuestionAnsweringTask(FinetuningTask):
         }
 
     def build_model(self) -> ElectraQuestionAnswerer:
-        start = self.starting_point
         return build_question_answerer(
-            self.data.version,
-            self.config,
-            start.pretrained,
-            model_config=start.model_config,
-            vocabulary=start.vocabulary,
+            self.data.version, self.config, self.starting_point
         )
 
     def training_examples(self, model):
@@ -222,37 +216,24 @@ def load_squad_data(
 
 
 def build_question_answerer(
-    version: int,
-    config: QuestionAnsweringConfig,
-    pretrained: str | None = None,
-    model_config: ModelConfig | None = None,
-    vocabulary: Vocabulary | None = None,
+    version: int, config: QuestionAnsweringConfig, start: StartingPoint
 ) -> ElectraQuestionAnswerer:
-    """A question answerer (with the no-answer head for SQuAD 2.0), from a
-    keras-hub preset (its top `reinit_layers` blocks re-drawn) or randomly
-    initialised (then `model_config` and the WordPiece `vocabulary`, with its
-    casing, are needed)."""
-    head = dict(
+    """A question answerer (with the no-answer head for SQuAD 2.0) on
+    `start`'s encoder (`StartingPoint.build`), its windows and head the
+    config's."""
+    return start.build(
+        ElectraQuestionAnswerer,
+        config,
+        preprocessor_args={
+            "max_query_length": config.max_query_length,
+            "doc_stride": config.doc_stride,
+        },
         answerable=version == 2,
         head_hidden_dim=config.head_hidden_dim,
         beam_size=config.beam_size,
         max_answer_length=config.max_answer_length,
         answerable_weight=config.answerable_weight,
     )
-    lengths = dict(
-        max_query_length=config.max_query_length, doc_stride=config.doc_stride
-    )
-    if pretrained is not None:
-        return from_preset(
-            ElectraQuestionAnswerer, pretrained, config, **lengths, **head
-        )
-    encoder, tokenizer = random_encoder(
-        model_config, vocabulary, "model", config.encoder_dropout
-    )
-    preprocessor = ElectraQuestionAnswererPreprocessor(
-        tokenizer, sequence_length=config.max_seq_length, **lengths
-    )
-    return ElectraQuestionAnswerer(backbone=encoder, preprocessor=preprocessor, **head)
 
 
 def _labels(examples: Sequence[SquadExample]) -> tuple[np.ndarray, np.ndarray]:

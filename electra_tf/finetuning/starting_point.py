@@ -60,6 +60,49 @@ class StartingPoint:
             raise ValueError("a randomly initialised encoder needs a model config")
         return dataclasses.asdict(self.model_config)
 
+    def build(self, model_class, config, preprocessor_args=None, **head):
+        """A `model_class` (one of our keras-hub task models) on this encoder,
+        with a new head (`head`: the constructor's other arguments) and the
+        config's sequence length (`preprocessor_args`: the preprocessor's
+        other arguments) and encoder dropout (the fine-tuning rate, whatever
+        the pre-training's was).
+
+        A preset's encoder (`model_class.from_preset`) gets its top
+        `config.reinit_layers` blocks re-drawn with BERT's initialiser
+        (truncated normal, 0.02), whatever the pre-training's was. A random
+        one is built from `model_config`, with a tokenizer of `vocabulary`,
+        which must fit each other.
+        """
+        preprocessor_args = preprocessor_args or {}
+        if self.pretrained is not None:
+            model = model_class.from_preset(
+                self.pretrained,
+                sequence_length=config.max_seq_length,
+                encoder_dropout=config.encoder_dropout,
+                **preprocessor_args,
+                **head,
+            )
+            model.backbone.reinitialize_top_layers(
+                config.reinit_layers, ModelConfig.initializer_range
+            )
+            return model
+        model_config, vocabulary = self.model_config, self.vocabulary
+        if model_config is None or vocabulary is None:
+            raise ValueError("a randomly initialised encoder needs a model config")
+        check_vocabulary_fits(
+            vocabulary.size, model_config.vocabulary_size, error=ConfigError
+        )
+        tokenizer = keras_hub.models.ElectraTokenizer(
+            vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+        )
+        encoder = ElectraEncoder.discriminator_from_config(
+            model_config.override(dropout=config.encoder_dropout)
+        )
+        preprocessor = model_class.preprocessor_cls(
+            tokenizer, sequence_length=config.max_seq_length, **preprocessor_args
+        )
+        return model_class(backbone=encoder, preprocessor=preprocessor, **head)
+
     def check_reinit_layers(self, reinit_layers: int) -> None:
         """`ConfigError` if a pre-trained encoder has fewer blocks to re-draw."""
         layers = self.architecture["num_layers"]
@@ -68,49 +111,6 @@ class StartingPoint:
                 f"reinit_layers is {reinit_layers}, but {self.pretrained} has "
                 f"{layers} transformer layers"
             )
-
-
-def from_preset(model_class, preset: str, config, **kwargs):
-    """`model_class.from_preset(preset, **kwargs)` (one of our keras-hub task
-    models) with the config's sequence length and encoder dropout, and the top
-    `config.reinit_layers` blocks of its encoder re-drawn with BERT's
-    initialiser (truncated normal, 0.02), whatever the pre-training's was."""
-    model = model_class.from_preset(
-        preset,
-        sequence_length=config.max_seq_length,
-        encoder_dropout=config.encoder_dropout,
-        **kwargs,
-    )
-    model.backbone.reinitialize_top_layers(
-        config.reinit_layers, ModelConfig.initializer_range
-    )
-    return model
-
-
-def random_encoder(
-    model_config: ModelConfig | None,
-    vocabulary: Vocabulary | None,
-    model: str,
-    dropout: float,
-) -> tuple[ElectraEncoder, keras_hub.models.ElectraTokenizer]:
-    """A randomly initialised encoder and its tokenizer (no-pre-training runs).
-
-    Every kind's builder needs the same: the architecture and the vocabulary,
-    which must fit each other. `model` names the model in the error; `dropout`
-    is the fine-tuning rate inside the encoder, as a pre-trained one gets.
-    """
-    if model_config is None or vocabulary is None:
-        raise ValueError(f"a randomly initialised {model} needs a model config")
-    check_vocabulary_fits(
-        vocabulary.size, model_config.vocabulary_size, error=ConfigError
-    )
-    tokenizer = keras_hub.models.ElectraTokenizer(
-        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
-    )
-    encoder = ElectraEncoder.discriminator_from_config(
-        model_config.override(dropout=dropout)
-    )
-    return encoder, tokenizer
 
 
 def check_demo_pretrained(pretrained: str) -> None:

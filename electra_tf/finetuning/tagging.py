@@ -18,8 +18,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError, ModelConfig
-from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.config import ConfigError
 from electra_tf.export.token_classifier import export_token_classifier
 from electra_tf.finetuning.settings import (
     DEMO_TAGGING,
@@ -30,7 +29,7 @@ from electra_tf.finetuning.settings import (
     refuse_train_examples,
     refuse_unpaired_files,
 )
-from electra_tf.finetuning.starting_point import from_preset, random_encoder
+from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging_data import (
     TFDS_TAGGING,
     TaggedSentences,
@@ -42,9 +41,6 @@ from electra_tf.finetuning.tagging_data import (
 from electra_tf.finetuning.tagging_metrics import is_span_tag_set, tagging_scores
 from electra_tf.finetuning.task import CLASSIFICATION_ONLY, FinetuningTask
 from electra_tf.models.token_classifier import ElectraTokenClassifier
-from electra_tf.models.token_classifier_preprocessor import (
-    ElectraTokenClassifierPreprocessor,
-)
 
 
 @dataclasses.dataclass
@@ -119,14 +115,7 @@ class TaggingTask(FinetuningTask):
         }
 
     def build_model(self) -> ElectraTokenClassifier:
-        start = self.starting_point
-        return build_token_classifier(
-            self.data.tags,
-            self.config,
-            start.pretrained,
-            model_config=start.model_config,
-            vocabulary=start.vocabulary,
-        )
+        return build_token_classifier(self.data.tags, self.config, self.starting_point)
 
     def training_examples(self, model):
         train = self.data.train
@@ -187,32 +176,14 @@ def load_tfds_tagging_data(
 
 
 def build_token_classifier(
-    tags: Sequence[str],
-    config: FinetuningConfig,
-    pretrained: str | None = None,
-    model_config: ModelConfig | None = None,
-    vocabulary: Vocabulary | None = None,
+    tags: Sequence[str], config: FinetuningConfig, start: StartingPoint
 ) -> ElectraTokenClassifier:
-    """A tagger: from a keras-hub preset, or randomly initialised with
-    `model_config` and `vocabulary` (as `classification.build_classifier`)."""
-    if pretrained is not None:
-        return from_preset(
-            ElectraTokenClassifier,
-            pretrained,
-            config,
-            tags=list(tags),
-            dropout=config.head_dropout,
-        )
-    encoder, tokenizer = random_encoder(
-        model_config, vocabulary, "tagger", config.encoder_dropout
-    )
-    preprocessor = ElectraTokenClassifierPreprocessor(
-        tokenizer, tags=list(tags), sequence_length=config.max_seq_length
-    )
-    return ElectraTokenClassifier(
-        backbone=encoder,
-        num_classes=len(tags),
-        preprocessor=preprocessor,
+    """A tagger for `tags` on `start`'s encoder (`StartingPoint.build`), its
+    head's dropout the config's."""
+    return start.build(
+        ElectraTokenClassifier,
+        config,
+        preprocessor_args={"tags": list(tags)},
         dropout=config.head_dropout,
     )
 

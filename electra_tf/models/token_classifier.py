@@ -43,7 +43,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
 
     Args:
         backbone: an `ElectraEncoder`.
-        num_classes: number of tags.
+        num_classes: number of tags; None: one per tag of the preprocessor.
         preprocessor: an `ElectraTokenClassifierPreprocessor` or None.
         dropout: dropout rate before the dense layer (ELECTRA: 0.1).
 
@@ -70,7 +70,13 @@ class ElectraTokenClassifier(keras_hub.models.Task):
     backbone_cls = ElectraEncoder
     preprocessor_cls = ElectraTokenClassifierPreprocessor
 
-    def __init__(self, backbone, num_classes, preprocessor=None, dropout=0.1, **kwargs):
+    def __init__(
+        self, backbone, num_classes=None, preprocessor=None, dropout=0.1, **kwargs
+    ):
+        if num_classes is None:
+            if preprocessor is None or not preprocessor.tags:
+                raise ValueError("num_classes, or a preprocessor with tags, is needed")
+            num_classes = len(preprocessor.tags)
         if preprocessor is not None and preprocessor.tags:
             if len(preprocessor.tags) != num_classes:
                 raise ValueError(
@@ -174,12 +180,7 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             tags=tags,
             sequence_length=sequence_length,
         )
-        return cls(
-            backbone=classifier.backbone,
-            num_classes=len(tags),
-            preprocessor=preprocessor,
-            **kwargs,
-        )
+        return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
 
     # === Words in, words out ===
 

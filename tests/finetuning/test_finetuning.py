@@ -90,8 +90,11 @@ def test_random_encoder_gets_the_fine_tuning_dropout_not_the_presets():
     classifier = build_classifier(
         get_task("sst2"),
         FinetuningConfig(encoder_dropout=0.25, max_seq_length=32, pooling="mean"),
-        model_config=tiny_model_config().override(dropout=0.0),
-        vocabulary=Vocabulary(tuple(VOCABULARY)),
+        StartingPoint(
+            None,
+            tiny_model_config().override(dropout=0.0),
+            Vocabulary(tuple(VOCABULARY)),
+        ),
     )
     assert classifier.backbone.dropout == 0.25
     assert classifier.pooling == "mean"
@@ -138,8 +141,7 @@ def test_random_init_rebuilds_a_preset_directory_without_its_weights(tmp_path):
     classifier = build_classifier(
         get_task("sst2"),
         FinetuningConfig(max_seq_length=32),
-        model_config=model_config,
-        vocabulary=vocabulary,
+        StartingPoint(None, model_config, vocabulary),
     )
     kernels = [w for w in classifier.backbone.weights if len(w.shape) == 2]
     assert kernels and all(not np.any(w.numpy() == 0.5) for w in kernels)
@@ -164,7 +166,7 @@ def test_random_init_rebuilds_a_preset_directory_without_its_weights(tmp_path):
 def test_reinit_layers_redraws_only_the_top_blocks(tmp_path):
     preset = _saved_preset(tmp_path / "discriminator")
     config = FinetuningConfig(max_seq_length=32, reinit_layers=1)
-    classifier = build_classifier(get_task("sst2"), config, str(preset))
+    classifier = build_classifier(get_task("sst2"), config, StartingPoint(str(preset)))
     for weight in classifier.backbone.weights:
         value = keras.ops.convert_to_numpy(weight)
         if not weight.path.startswith("transformer_layer_1/"):
@@ -178,7 +180,7 @@ def test_reinit_layers_redraws_only_the_top_blocks(tmp_path):
     assert classifier.backbone.transformer_layers[0].get_weights()[0].std() == 0.0
     # The tagger reads the same setting.
     tagger = build_token_classifier(
-        ["DET", "NOUN"], config.override(reinit_layers=2), str(preset)
+        ["DET", "NOUN"], config.override(reinit_layers=2), StartingPoint(str(preset))
     )
     for layer in tagger.backbone.transformer_layers:
         assert 0.01 < layer.get_weights()[0].std() < 0.03

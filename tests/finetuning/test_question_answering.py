@@ -125,7 +125,7 @@ def test_a_small_model_memorises_the_fixture_end_to_end():
     train = load_squad_split(1, "train", FIXTURE)
     keras.utils.set_random_seed(1)
     model = build_question_answerer(
-        1, config, model_config=model_config, vocabulary=vocabulary
+        1, config, StartingPoint(None, model_config, vocabulary)
     )
     windows = training_windows(model.preprocessor, train)
     model.compile(optimizer=keras.optimizers.Adam(1e-3))
