@@ -271,11 +271,6 @@ def examples_from_json(
                         title,
                     )
                 )
-    return _checked(source, examples, misaligned, answer_count)
-
-
-def _checked(source, examples, misaligned, answer_count) -> list[SquadExample]:
-    """`examples`, unless there are none or most answers are misaligned."""
     _check_misaligned(source, misaligned, answer_count)
     if not examples:
         raise SquadDataError(f"{source}: no questions")
@@ -311,32 +306,28 @@ def examples_from_tfds(
     A record is one question as `tfds.as_numpy` yields it: `id`, `title`,
     `context`, `question` (bytes), `answers` (`{"text": [bytes],
     "answer_start": [int]}`) and, in v2.0, `is_impossible` (its
-    `plausible_answers` are not used).
+    `plausible_answers` are not used). Each becomes a one-question article
+    of the official layout, read and checked by `examples_from_json`.
     """
-    _version_suffix(version)
-    examples, misaligned, seen = [], [], {}
-    answer_count = 0
+    articles = []
     for record in records:
-        qid, context = _text(record["id"]), _text(record["context"])
-        title = _text(record.get("title", b""))
-        _check_unique(source, qid, title, seen)
-        _check_texts(source, qid, _text(record["question"]), context)
-        texts = [_text(t) for t in record["answers"]["text"]]
-        starts = [int(s) for s in record["answers"]["answer_start"]]
+        qid = _text(record["id"])
+        texts, starts = record["answers"]["text"], record["answers"]["answer_start"]
         if len(texts) != len(starts):
             raise SquadDataError(f"{source}: question {qid}: answers are misaligned")
-        impossible = bool(record.get("is_impossible", False)) if version == 2 else False
-        if not impossible and not texts:
-            raise SquadDataError(f"{source}: question {qid} has no answer")
-        for text, start in zip(texts, starts):
-            _check_answer(source, qid, context, text, start, misaligned)
-        answer_count += len(texts)
-        question = _text(record["question"])
-        answers = tuple(zip(texts, starts))
-        examples.append(
-            SquadExample(qid, question, context, answers, impossible, title)
-        )
-    return _checked(source, examples, misaligned, answer_count)
+        question = {
+            "id": qid,
+            "question": _text(record["question"]),
+            "answers": [
+                {"text": _text(text), "answer_start": int(start)}
+                for text, start in zip(texts, starts)
+            ],
+            "is_impossible": version == 2 and bool(record.get("is_impossible")),
+        }
+        paragraph = {"context": _text(record["context"]), "qas": [question]}
+        title = _text(record.get("title", b""))
+        articles.append({"title": title, "paragraphs": [paragraph]})
+    return examples_from_json({"data": articles}, version, source=source)
 
 
 def load_tfds_squad(
