@@ -6,9 +6,9 @@ predicted, exported or scored on a test split afterwards is the epoch chosen
 on dev alone. With a patience, training stops once the dev score has not
 improved for that many epochs (early stopping on dev).
 
-The kinds differ only in how they score dev (`evaluate`): GLUE and own data
-evaluate Keras metrics, tagging scores words, SQuAD answers questions. What
-the score is differs too: each run states it once (`explain_score`) and
+The kinds differ only in how they score dev (`FinetuningTask.evaluate`):
+GLUE and own data evaluate Keras metrics, tagging scores words, SQuAD answers
+questions. What the score is differs too: the trainer logs it once and
 records it in `metrics.json` (`score_definition`).
 """
 
@@ -22,23 +22,14 @@ import keras
 logger = logging.getLogger(__name__)
 
 
-def explain_score(name: str, definition: str) -> None:
-    """Logs what the `score` of `name`'s epoch and result lines is, once per
-    run: a mean of metrics is not a number a user can guess."""
-    logger.info(
-        "%s: score = %s; it picks each seed's best epoch and the best seed",
-        name,
-        definition,
-    )
-
-
 class BestEpochSelection(keras.callbacks.Callback):
-    """Scores dev after each epoch; restores the best epoch at the end.
+    """Scores dev after each epoch with `evaluate`; restores the best epoch at
+    the end.
 
-    Subclasses implement `evaluate(logs) -> (dev, score)`: `dev` maps a split
-    name to its metrics and `score` (higher is better) selects the epoch.
-    Subclasses may add `val_*` entries to `logs` there, so callbacks after
-    this one (TensorBoard, `History`) see them.
+    `evaluate(model, logs) -> (dev, score)` (a task's `evaluate`): `dev` maps
+    a split name to its metrics and `score` (higher is better) selects the
+    epoch. It may add `val_*` entries to `logs`, so callbacks after this one
+    (TensorBoard, `History`) see them.
 
     Attributes:
         epochs: per epoch, `{"epoch", "train": {...}, "dev": {split: {...}},
@@ -48,8 +39,9 @@ class BestEpochSelection(keras.callbacks.Callback):
         stopped_early: whether the patience ran out before the last epoch.
     """
 
-    def __init__(self, patience: int = 0):
+    def __init__(self, evaluate, patience: int = 0):
         super().__init__()
+        self.evaluate = evaluate
         if patience < 0:
             raise ValueError(f"patience must be >= 0, got {patience}")
         self.patience = patience
@@ -59,13 +51,10 @@ class BestEpochSelection(keras.callbacks.Callback):
         self.stopped_early = False
         self._best_weights = None
 
-    def evaluate(self, logs: dict) -> tuple[dict, float]:
-        raise NotImplementedError
-
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
         train = {key: float(value) for key, value in logs.items()}
-        dev, score = self.evaluate(logs)
+        dev, score = self.evaluate(self.model, logs)
         self.epochs.append(
             {"epoch": epoch + 1, "train": train, "dev": dev, "score": score}
         )

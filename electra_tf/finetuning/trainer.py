@@ -25,7 +25,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ConfigError
-from electra_tf.finetuning.best_epoch import BestEpochSelection, explain_score
+from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.json_file import write_json
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
 from electra_tf.finetuning.settings import FinetuningConfig
@@ -58,17 +58,6 @@ def make_optimizer(
     )
 
 
-class DevEvaluation(BestEpochSelection):
-    """Scores dev with the task's `evaluate` after each epoch; keeps the best."""
-
-    def __init__(self, task: FinetuningTask, patience: int = 0):
-        super().__init__(patience)
-        self.task = task
-
-    def evaluate(self, logs):
-        return self.task.evaluate(self.model, logs)
-
-
 def finetune_seed(
     task: FinetuningTask,
     seed: int,
@@ -96,7 +85,9 @@ def finetune_seed(
         jit_compile=config.jit_compile,
         **task.compile_arguments(),
     )
-    evaluation = DevEvaluation(task, patience=config.early_stopping_patience)
+    evaluation = BestEpochSelection(
+        task.evaluate, patience=config.early_stopping_patience
+    )
     callbacks = [evaluation]
     if log_dir:
         callbacks.append(keras.callbacks.TensorBoard(log_dir))
@@ -150,7 +141,12 @@ def run_finetuning(
         "score_definition": task.score_definition(),
         "seeds": {},
     }
-    explain_score(task.name, summary["score_definition"])
+    # A mean of metrics is not a number a user can guess: say what it is.
+    logger.info(
+        "%s: score = %s; it picks each seed's best epoch and the best seed",
+        task.name,
+        summary["score_definition"],
+    )
     best_model, best = None, None
     for seed in seeds:
         logger.info("%s: fine-tuning with seed %d", task.name, seed)

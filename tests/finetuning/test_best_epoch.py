@@ -11,12 +11,12 @@ class Scripted(BestEpochSelection):
     """Dev scores given in advance; remembers the weights seen at each epoch."""
 
     def __init__(self, scores, patience=0):
-        super().__init__(patience)
+        super().__init__(self.scripted, patience)
         self.scores = list(scores)
         self.weights_at_epoch = []
 
-    def evaluate(self, logs):
-        self.weights_at_epoch.append(self.model.get_weights())
+    def scripted(self, model, logs):
+        self.weights_at_epoch.append(model.get_weights())
         score = self.scores[len(self.epochs)]
         logs["val_accuracy"] = score
         return {"dev": {"accuracy": score}}, score

@@ -298,7 +298,7 @@ def test_run_writes_metrics_per_seed_epoch_and_median(mnli_run):
     assert on_disk["median"]["score"] == pytest.approx(sum(scores) / 2)
     assert on_disk["best_seed"] in (1, 2)
     assert on_disk["epochs"] == 2 and on_disk["pretrained"] == "none"
-    # DevEvaluation puts dev results in the epoch logs as val_*, which
+    # The task's evaluate puts dev results in the epoch logs as val_*, which
     # Keras' TensorBoard callback writes to the "validation" run.
     for seed in ("seed_1", "seed_2"):
         (events,) = (output_dir / "logs" / seed / "validation").iterdir()
