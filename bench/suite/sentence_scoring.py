@@ -66,7 +66,6 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 BUNDLED_CORPUS = REPO / "electra_tf" / "assets" / "corpus"
-DEFAULT_HELD_OUT = "/work/shared/data/corpus/brown.txt.gz"
 # A word needs this many occurrences in the pre-training corpus to be
 # replaced or to replace: rarer words' frequency ranks are mostly ties.
 MIN_COUNT = 5
@@ -104,9 +103,9 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--held-out",
-        default=DEFAULT_HELD_OUT,
-        help="Text the pairs come from, one sentence a line (default: the whole "
-        "Brown Corpus; its sentences in the bundled excerpt are left out).",
+        required=True,
+        help="Text the pairs come from, one sentence a line: the whole Brown "
+        "Corpus (brown.txt.gz); its sentences in the bundled excerpt are left out.",
     )
     parser.add_argument(
         "--pairs", type=int, default=1000, help="Pairs (half each kind)."
