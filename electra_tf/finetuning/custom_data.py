@@ -2,9 +2,8 @@
 
 `load_custom_data(train_file, dev_file, test_file, text_columns, label_column)`
 reads the files, decides whether the labels are classes or scores, and returns
-a `GlueTask` describing them and the splits as `TaskData`, so the GLUE run
-(`electra_tf.finetuning.classification.run_finetuning`: ELECTRA's recipe,
-seeds, dev metrics, TensorBoard, exports) runs on them unchanged:
+a `GlueTask` describing them and the splits as `TaskData`, which the
+classification kind fine-tunes on as on a GLUE task:
 
 * formats, by file name: `.csv` (comma-separated, standard double-quote
   quoting), `.tsv` (tab-separated, no quoting: a quote is text, as in GLUE),
@@ -57,9 +56,9 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
-import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
+from electra_tf.finetuning.files import shorten, table_rows, write_text
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import GlueTask
 
@@ -98,107 +97,6 @@ def file_format(path: str) -> str:
     )
 
 
-def _read_text(path: str) -> str:
-    if not tf.io.gfile.exists(path):
-        raise DataFileError(f"{path}: file not found")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-    try:
-        return data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        bad = data[error.start : error.end]
-        raise DataFileError(
-            f"{path}, line {line}: not UTF-8 (byte(s) {bad!r}); save the file as UTF-8"
-        ) from None
-
-
-def _rows(path: str, kind: str):
-    """Yields `(line_number, row)`: CSV and TSV files first `(1, header list)`,
-    then `{column: value}` dicts."""
-    text = _read_text(path)
-    if kind == "jsonl" and text.lstrip().startswith("["):
-        yield from _json_array_rows(path, text)
-        return
-    if kind == "jsonl":
-        for number, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise DataFileError(
-                    f"{path}, line {number}: not valid JSON ({error.msg}): "
-                    f"{line[:80]!r}"
-                ) from None
-            if not isinstance(row, dict):
-                raise DataFileError(
-                    f"{path}, line {number}: expected a JSON object, got {line[:80]!r}"
-                )
-            yield number, row
-        return
-    if kind == "csv":
-        reader = csv.reader(io.StringIO(text, newline=""))
-    else:
-        reader = csv.reader(
-            io.StringIO(text, newline=""), delimiter="\t", quoting=csv.QUOTE_NONE
-        )
-    header = None
-    for fields in reader:
-        if not fields or fields == [""]:
-            continue
-        if header is None:
-            header = fields
-            yield reader.line_num, header
-            continue
-        if len(fields) != len(header):
-            separator = "comma" if kind == "csv" else "tab"
-            raise DataFileError(
-                f"{path}, line {reader.line_num}: {len(fields)} {separator}-separated "
-                f"fields where the header has {len(header)}: {_shorten(fields)}"
-            )
-        yield reader.line_num, dict(zip(header, fields))
-
-
-def _json_array_rows(path: str, text: str):
-    """Yields `(line_number, object)` of a file holding one JSON array of
-    objects, each with the line its object starts on."""
-    decoder = json.JSONDecoder()
-    whitespace = re.compile(r"[ \t\n\r]*")
-
-    def skip(position):
-        return whitespace.match(text, position).end()
-
-    def fail(position, message):
-        line = text.count("\n", 0, position) + 1
-        raise DataFileError(f"{path}, line {line}: {message} (a JSON array of objects)")
-
-    position = skip(skip(0) + 1)  # past "["
-    if text.startswith("]", position):
-        return
-    while True:
-        try:
-            row, end = decoder.raw_decode(text, position)
-        except json.JSONDecodeError as error:
-            fail(error.pos, f"not valid JSON ({error.msg})")
-        if not isinstance(row, dict):
-            fail(position, f"expected a JSON object, got {text[position:end][:80]!r}")
-        yield text.count("\n", 0, position) + 1, row
-        position = skip(end)
-        if text.startswith("]", position):
-            break
-        if not text.startswith(",", position):
-            fail(position, "expected ',' or ']' after an object")
-        position = skip(position + 1)
-    if text[skip(position + 1) :]:
-        fail(skip(position + 1), "text after the array's closing ']'")
-
-
-def _shorten(value, limit: int = 80) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
 def read_labelled_file(
     path: str,
     text_columns: Sequence[str],
@@ -222,7 +120,7 @@ def read_labelled_file(
     wanted = list(text_columns) + ([label_column] if label_column else [])
     texts = [[] for _ in text_columns]
     labels, lines = [], []
-    for line, row in _rows(path, kind):
+    for line, row in table_rows(path, kind, DataFileError):
         if isinstance(row, list):  # the CSV/TSV header
             missing = [c for c in wanted if c not in row]
             if missing:
@@ -241,7 +139,7 @@ def read_labelled_file(
             value = row[column]
             if not isinstance(value, str):
                 raise DataFileError(
-                    f"{path}, line {line}: {column} {_shorten(value)} is not a string"
+                    f"{path}, line {line}: {column} {shorten(value)} is not a string"
                 )
             segment.append(value)
         if label_column:
@@ -293,7 +191,7 @@ def _refuse_missing_labels(path, labels, lines, label_column) -> None:
             )
         if isinstance(value, (list, dict)):
             raise DataFileError(
-                f"{path}, line {line}: label {_shorten(value)} is not a string or "
+                f"{path}, line {line}: label {shorten(value)} is not a string or "
                 "a number"
             )
 
@@ -306,7 +204,7 @@ def _refuse_mostly_numeric(path, labels, lines, label_column) -> None:
     ]
     if not odd or len(odd) > (1.0 - MOSTLY_NUMERIC) * len(labels):
         return
-    cells = ", ".join(f"line {line} {_shorten(value, 30)}" for line, value in odd[:5])
+    cells = ", ".join(f"line {line} {shorten(value, 30)}" for line, value in odd[:5])
     more = f" and {len(odd) - 5} more" if len(odd) > 5 else ""
     raise DataFileError(
         f"{path}: the labels ({label_column}) are numbers but for {len(odd)} of "
@@ -380,17 +278,13 @@ def custom_task(
     label_column: str,
     labels: Sequence[str] = (),
     name: str = "custom",
-    epochs: int = 3,
 ) -> GlueTask:
     """A `GlueTask` for the user's columns; `labels=()` makes it a regression."""
     if not 1 <= len(text_columns) <= 2:
         raise DataFileError(
             f"one or two text columns (a text or a pair), got {list(text_columns)}"
         )
-    if labels:
-        metrics = ("accuracy", "f1", "mcc") if len(labels) == 2 else ("accuracy", "mcc")
-    else:
-        metrics = ("pearson", "spearman")
+    metrics = ("accuracy", "f1", "mcc") if len(labels) == 2 else ("accuracy", "mcc")
     return GlueTask(
         name=name,
         directory="",
@@ -399,10 +293,7 @@ def custom_task(
         label_column=label_column,
         labels=tuple(labels),
         label_names=tuple(labels),
-        metrics=metrics,
-        epochs=epochs,
-        dev_splits=("dev",),
-        test_splits=("test",),
+        metrics=metrics if labels else ("pearson", "spearman"),
     )
 
 
@@ -448,7 +339,7 @@ def load_custom_data(
                 number = _as_number(value)
                 if number is None:
                     raise DataFileError(
-                        f"{path}, line {line}: {label_column} {_shorten(value)} is "
+                        f"{path}, line {line}: {label_column} {shorten(value)} is "
                         "not a number (a regression task)"
                     )
                 values.append(number)
@@ -495,7 +386,7 @@ def load_custom_data(
 def _refuse_prediction_column(path: str) -> None:
     """`DataFileError` if the test file has a `PREDICTION_COLUMN`, which its
     predictions file adds (refused before training, not after)."""
-    for line, row in _rows(os.fspath(path), file_format(path)):
+    for line, row in table_rows(os.fspath(path), file_format(path), DataFileError):
         if PREDICTION_COLUMN in row:
             raise DataFileError(
                 f"{path}, line {line}: a column named {PREDICTION_COLUMN!r}, which "
@@ -516,12 +407,10 @@ def write_test_predictions(
     """
     source = examples.source
     kind = file_format(source)
-    rows = list(_rows(source, kind))
+    rows = list(table_rows(source, kind, DataFileError))
     header = rows.pop(0)[1] if kind != "jsonl" else None
     if len(rows) != len(predictions):
         raise ValueError(f"{len(predictions)} predictions for {len(rows)} rows")
-    path = os.path.join(output_dir, "test" + _EXTENSIONS[kind])
-    tf.io.gfile.makedirs(output_dir)
     out = io.StringIO(newline="")
     if kind == "jsonl":
         regression = examples.task.is_regression
@@ -539,6 +428,6 @@ def write_test_predictions(
         writer.writerow([*header, PREDICTION_COLUMN])
         for (_, row), prediction in zip(rows, predictions):
             writer.writerow([*(row[column] for column in header), prediction])
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write(out.getvalue())
-    return path
+    return write_text(
+        os.path.join(output_dir, "test" + _EXTENSIONS[kind]), out.getvalue()
+    )

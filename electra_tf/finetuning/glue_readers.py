@@ -1,19 +1,10 @@
 """GLUE examples from the official TSV files or tensorflow-datasets, and back out.
 
-* `read_glue_tsv(task, split, data_dir)`: one split from the official GLUE
-  download layout (`<data_dir>/<task directory>/<split>.tsv`, or the task
-  directory itself), read with Python's csv module and `QUOTE_NONE`: GLUE
-  texts contain unbalanced quotes that must be kept as they are.
-* `load_tfds_split(task, split)`: the same split from `glue/<task>` in
-  tensorflow-datasets (downloads and prepares it on first use).
-* `GlueExamples.sample(count, seed)`: a seeded random subset (few-example
-  runs).
-* `GlueExamples.to_dataset()`: a `tf.data.Dataset` of raw strings and label
-  ids (or scaled regression targets) for `ElectraTextClassifier.evaluate`
-  and `predict` (`elements` and `word_counts` for the training batches).
-* `TaskData`: the splits of one run (train, dev, test), as `GlueExamples`.
-* `write_submission(...)`: a GLUE-server TSV (`index<TAB>prediction`).
-
+`read_glue_tsv(task, split, data_dir)` reads one split of the official GLUE
+download (tab-separated, unquoted: GLUE texts hold unbalanced quotes);
+`load_tfds_split(task, split)` the same from `glue/<task>` in
+tensorflow-datasets. Either gives `GlueExamples` (one split, in memory), of
+which `TaskData` holds a run's; `write_submission` writes a GLUE-server TSV.
 Problems with the data (a missing file or column, a label outside the task's
 set, a malformed row, an empty split) raise `GlueDataError`, naming the file,
 the line and the value.
@@ -21,7 +12,6 @@ the line and the value.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import os
 import random
@@ -31,6 +21,7 @@ import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
 from electra_tf.finetuning import length_grouping
+from electra_tf.finetuning.files import load_tfds, table_rows, write_text
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 
@@ -143,17 +134,6 @@ def glue_split_path(task: GlueTask, split: str, data_dir: str) -> str:
     return os.path.join(task_directory(task, data_dir), task.file_name(split))
 
 
-def _open_rows(path: str):
-    """Yields `(line_number, fields)` of a GLUE TSV file."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        for fields in reader:
-            if reader.line_num == 1 and fields:
-                # GLUE's MRPC files start with a UTF-8 byte-order mark.
-                fields[0] = fields[0].removeprefix("\ufeff")
-            yield reader.line_num, fields
-
-
 def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
     """Reads `split` ("train", "dev", "dev_matched", "test", ...) of `task`.
 
@@ -175,14 +155,11 @@ def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
             f"{task.file_name(split)})"
         )
     labelled = split not in task.test_splits
-    rows = _open_rows(path)
-    if task.headerless_columns and labelled:
-        header = list(task.headerless_columns)
-    else:
-        try:
-            _, header = next(rows)
-        except StopIteration:
-            raise GlueDataError(f"{path}: the file is empty") from None
+    headerless = list(task.headerless_columns) if labelled else []
+    rows = table_rows(path, "tsv", GlueDataError, header=headerless or None)
+    _, header = next(rows, (0, None))
+    if header is None:
+        raise GlueDataError(f"{path}: the file is empty")
     wanted = list(task.text_columns) + ([task.label_column] if labelled else [])
     missing = [column for column in wanted if column not in header]
     if missing:
@@ -190,25 +167,15 @@ def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
             f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
             f"the header has {header}"
         )
-    text_indices = [header.index(column) for column in task.text_columns]
-    label_index = header.index(task.label_column) if labelled else None
     label_ids = {value: i for i, value in enumerate(task.labels)}
-
-    texts = [[] for _ in text_indices]
+    texts = [[] for _ in task.text_columns]
     labels = []
-    for line, fields in rows:
-        if not fields:
+    for line, row in rows:
+        for segment, column in zip(texts, task.text_columns):
+            segment.append(row[column])
+        if not labelled:
             continue
-        if len(fields) != len(header):
-            raise GlueDataError(
-                f"{path}, line {line}: {len(fields)} tab-separated fields where "
-                f"the header has {len(header)}"
-            )
-        for segment, index in zip(texts, text_indices):
-            segment.append(fields[index])
-        if label_index is None:
-            continue
-        value = fields[label_index]
+        value = row[task.label_column]
         if task.is_regression:
             try:
                 labels.append(float(value) / task.label_scale)
@@ -249,18 +216,13 @@ def load_tfds_split(
     unlabelled; STS-B scores are divided by `task.label_scale` as in
     `read_glue_tsv`.
     """
-    import tensorflow_datasets as tfds
-
+    records, _ = load_tfds(
+        task.tfds_name, task.tfds_split(split), data_dir, GlueDataError
+    )
     source = f"tfds {task.tfds_name}:{task.tfds_split(split)}"
-    try:
-        dataset = tfds.load(
-            task.tfds_name, split=task.tfds_split(split), data_dir=data_dir
-        )
-    except Exception as error:  # tfds raises many kinds; report any of them
-        raise GlueDataError(f"{source} could not be loaded: {error}") from error
     texts = [[] for _ in task.text_features]
     labels = []
-    for example in tfds.as_numpy(dataset):
+    for example in records:
         for segment, feature in zip(texts, task.text_features):
             segment.append(example[feature].decode("utf-8"))
         labels.append(example["label"])
@@ -314,10 +276,7 @@ def write_submission(task: GlueTask, split: str, outputs, output_dir: str) -> st
     The format of the GLUE server: a header `index<TAB>prediction`, then one
     row per test example in file order, the index counting from 0.
     """
-    path = os.path.join(output_dir, task.submission_file(split))
-    tf.io.gfile.makedirs(output_dir)
     rows = ["index\tprediction"]
     rows += [f"{i}\t{p}" for i, p in enumerate(predictions_to_glue(task, outputs))]
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write("\n".join(rows) + "\n")
-    return path
+    path = os.path.join(output_dir, task.submission_file(split))
+    return write_text(path, "\n".join(rows) + "\n")

@@ -45,6 +45,7 @@ from electra_tf.finetuning.squad_data import (
     SquadExample,
     golds,
     load_squad_split,
+    version_suffix,
     write_null_odds_json,
     write_predictions_json,
 )
@@ -201,12 +202,11 @@ def load_squad_data(
 ) -> SquadData:
     """`<data_dir>/train-v1.1.json` and `dev-v1.1.json` (or v2.0), or
     tensorflow-datasets' `squad/v1.1` (`v2.0`) with `use_tfds`."""
-    if version not in (1, 2):
-        raise ConfigError(f"SQuAD version must be 1 or 2, got {version}")
+    suffix = version_suffix(version)
     if not data_dir and not use_tfds:
         raise SquadDataError(
-            f"squad{version} needs --data-dir (holding train-v"
-            f"{'1.1' if version == 1 else '2.0'}.json and dev-...) or --tfds"
+            f"squad{version} needs --data-dir (holding train-{suffix}.json and "
+            "dev-...) or --tfds"
         )
     return SquadData(
         version,

@@ -28,10 +28,8 @@ import logging
 import os
 from collections.abc import Iterable, Mapping
 
-import tensorflow as tf
-
 from electra_tf.errors import FinetuningDataError
-from electra_tf.finetuning.json_file import write_json
+from electra_tf.finetuning.files import load_tfds, read_text, write_json
 
 logger = logging.getLogger(__name__)
 
@@ -68,18 +66,16 @@ class SquadExample:
         return self.context[start : start + len(text)] == text
 
 
-VERSIONS = (1, 2)
-
-
-def _version_suffix(version: int) -> str:
-    if version not in VERSIONS:
+def version_suffix(version: int) -> str:
+    """ "v1.1" or "v2.0", as in the official file names."""
+    if version not in (1, 2):
         raise SquadDataError(f"SQuAD version must be 1 or 2, got {version}")
     return "v1.1" if version == 1 else "v2.0"
 
 
 def squad_split_path(data_dir: str, version: int, split: str) -> str:
     """`<data_dir>/<split>-v1.1.json` or `<split>-v2.0.json` (the official names)."""
-    return os.path.join(data_dir, f"{split}-{_version_suffix(version)}.json")
+    return os.path.join(data_dir, f"{split}-{version_suffix(version)}.json")
 
 
 def _check_answer(source, qid, context, text, start, misaligned):
@@ -191,7 +187,7 @@ def examples_from_json(
     where most answers are off their `answer_start` (1-based or byte offsets)
     is refused.
     """
-    _version_suffix(version)
+    version_suffix(version)
     if not isinstance(data, Mapping) or not isinstance(data.get("data"), list):
         raise SquadDataError(f"{source}: not a SQuAD file (no 'data' list)")
     examples, misaligned, seen = [], [], {}
@@ -279,13 +275,10 @@ def examples_from_json(
 
 def read_squad_json(path: str, version: int) -> list[SquadExample]:
     """Reads an official SQuAD JSON file (local or any `tf.io.gfile` path)."""
-    if not tf.io.gfile.exists(path):
-        raise SquadDataError(f"{path} not found")
     try:
-        with tf.io.gfile.GFile(path, "rb") as f:
-            data = json.loads(f.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SquadDataError(f"{path} is not UTF-8 JSON: {error}") from None
+        data = json.loads(read_text(path, SquadDataError))
+    except json.JSONDecodeError as error:
+        raise SquadDataError(f"{path} is not JSON: {error}") from None
     return examples_from_json(data, version, source=path)
 
 
@@ -338,16 +331,10 @@ def load_tfds_squad(
     tfds downloads and prepares it on first use (into `data_dir`, or its
     default `~/tensorflow_datasets`).
     """
-    import tensorflow_datasets as tfds
-
-    name = f"squad/{_version_suffix(version)}"
+    name = f"squad/{version_suffix(version)}"
     tfds_split = {"train": "train", "dev": "validation"}.get(split, split)
-    source = f"tfds {name}:{tfds_split}"
-    try:
-        dataset = tfds.load(name, split=tfds_split, data_dir=data_dir)
-    except Exception as error:  # tfds raises many kinds; report any of them
-        raise SquadDataError(f"{source} could not be loaded: {error}") from error
-    return examples_from_tfds(tfds.as_numpy(dataset), version, source=source)
+    records, _ = load_tfds(name, tfds_split, data_dir, SquadDataError)
+    return examples_from_tfds(records, version, source=f"tfds {name}:{tfds_split}")
 
 
 def load_squad_split(

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
+from electra_tf.finetuning.files import load_tfds, read_text
 
 DOCUMENT_START = "-DOCSTART-"
 # The tensorflow-datasets tagging set `--task tagging --tfds` reads: CoNLL-2003
@@ -86,18 +87,7 @@ def read_conll(path, labelled: bool = True) -> TaggedSentences:
             its tags.
     """
     path = os.fspath(path)
-    if not tf.io.gfile.exists(path):
-        raise TaggingDataError(f"{path}: file not found")
-    with tf.io.gfile.GFile(path, "rb") as f:
-        data = f.read()
-    try:
-        text = data.decode("utf-8").removeprefix("\ufeff")
-    except UnicodeDecodeError as error:
-        line = data[: error.start].count(b"\n") + 1
-        raise TaggingDataError(
-            f"{path}, line {line}: not UTF-8 (byte(s) "
-            f"{data[error.start : error.end]!r}); save the file as UTF-8"
-        ) from None
+    text = read_text(path, TaggingDataError)
     sentences, tag_lists, lines = [], [], []
     words, tags = [], []
     columns = None
@@ -181,27 +171,16 @@ def load_tfds_tagging(
         TaggingDataError: the dataset cannot be loaded, lacks the features, a
             sentence has not one tag per word, or the split has no sentences.
     """
-    import tensorflow_datasets as tfds
-
     source = f"tfds {name}:{split}"
-    try:
-        builder = tfds.builder(name, data_dir=data_dir)
-        features = builder.info.features
-        if words_feature not in features or tags_feature not in features:
-            raise TaggingDataError(
-                f"{source} has no features {words_feature!r} and {tags_feature!r} "
-                f"(it has {', '.join(sorted(features))})"
-            )
-        tag_names = tuple(features[tags_feature].feature.names)
-        builder.download_and_prepare()
-        dataset = builder.as_dataset(split=split, shuffle_files=False)
-    except TaggingDataError:
-        raise
-    except Exception as error:  # tfds raises many kinds; report any of them
-        first = (str(error).strip().splitlines() or [type(error).__name__])[0]
-        raise TaggingDataError(f"{source} could not be loaded: {first}") from error
+    records, info = load_tfds(name, split, data_dir, TaggingDataError)
+    if words_feature not in info.features or tags_feature not in info.features:
+        raise TaggingDataError(
+            f"{source} has no features {words_feature!r} and {tags_feature!r} "
+            f"(it has {', '.join(sorted(info.features))})"
+        )
+    tag_names = tuple(info.features[tags_feature].feature.names)
     words, tags = [], []
-    for example in tfds.as_numpy(dataset):
+    for example in records:
         sentence = tuple(word.decode("utf-8") for word in example[words_feature])
         if not sentence or sentence == (DOCUMENT_START,):
             continue

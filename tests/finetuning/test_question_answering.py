@@ -140,7 +140,7 @@ def test_squad_without_data_is_one_clear_error():
 
     with pytest.raises(SquadDataError, match="needs --data-dir"):
         load_squad_data(1)
-    with pytest.raises(SquadDataError, match="train-v2.0.json not found"):
+    with pytest.raises(SquadDataError, match="train-v2.0.json: file not found"):
         load_squad_data(2, str(REPO / "nowhere"))
 
 
@@ -150,7 +150,7 @@ def test_squad_without_data_is_one_clear_error():
         (["--task", "squad2", "--pretrained", "none"], "squad2 needs --data-dir"),
         (
             ["--task", "squad1", "--pretrained", "none", "--data-dir", "nowhere"],
-            "train-v1.1.json not found",
+            "train-v1.1.json: file not found",
         ),
         (
             [

@@ -1,0 +1,160 @@
+"""The files fine-tuning reads and writes, each problem one error naming the line.
+
+* `read_text(path, error)`: a file's UTF-8 text (a byte-order mark dropped);
+  a missing file, or a byte that is not UTF-8, raises `error`.
+* `table_rows(path, kind, error)`: the rows of a CSV, TSV or JSON Lines file
+  (or one JSON array of objects), with their line numbers.
+* `load_tfds(name, split, data_dir, error)`: a tensorflow-datasets split.
+* `write_text(path, text)` and `write_json(path, values)`: whole files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+
+import tensorflow as tf
+
+
+def shorten(value, limit: int = 80) -> str:
+    """`repr(value)`, cut to `limit` characters for a message."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_text(path: str, error: type[Exception]) -> str:
+    """The text of `path` (any `tf.io.gfile` path) decoded as UTF-8."""
+    if not tf.io.gfile.exists(path):
+        raise error(f"{path}: file not found")
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        return data.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError as problem:
+        line = data[: problem.start].count(b"\n") + 1
+        bad = data[problem.start : problem.end]
+        raise error(
+            f"{path}, line {line}: not UTF-8 (byte(s) {bad!r}); save the file as UTF-8"
+        ) from None
+
+
+def table_rows(path: str, kind: str, error: type[Exception], header=None):
+    """Yields `(line_number, row)` of a "csv", "tsv" or "jsonl" file: CSV and
+    TSV files first `(line, header list)` (`header`, if given, is the columns
+    of a file without a header row, yielded at line 0), then `{column: value}`
+    dicts. Blank lines are skipped; TSV is read unquoted (a quote is text, as
+    in GLUE)."""
+    text = read_text(path, error)
+    if kind == "jsonl" and text.lstrip().startswith("["):
+        yield from _json_array_rows(path, text, error)
+        return
+    if kind == "jsonl":
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as problem:
+                raise error(
+                    f"{path}, line {number}: not valid JSON ({problem.msg}): "
+                    f"{line[:80]!r}"
+                ) from None
+            if not isinstance(row, dict):
+                raise error(
+                    f"{path}, line {number}: expected a JSON object, got {line[:80]!r}"
+                )
+            yield number, row
+        return
+    dialect = {} if kind == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+    reader = csv.reader(io.StringIO(text, newline=""), **dialect)
+    if header is not None:
+        yield 0, header
+    for fields in reader:
+        if not fields or fields == [""]:
+            continue
+        if header is None:
+            header = fields
+            yield reader.line_num, header
+            continue
+        if len(fields) != len(header):
+            separator = "comma" if kind == "csv" else "tab"
+            raise error(
+                f"{path}, line {reader.line_num}: {len(fields)} {separator}-separated "
+                f"fields where the header has {len(header)}: {shorten(fields)}"
+            )
+        yield reader.line_num, dict(zip(header, fields))
+
+
+def _json_array_rows(path: str, text: str, error: type[Exception]):
+    """Yields `(line_number, object)` of a file holding one JSON array of
+    objects, each with the line its object starts on."""
+    decoder = json.JSONDecoder()
+    whitespace = re.compile(r"[ \t\n\r]*")
+
+    def skip(position):
+        return whitespace.match(text, position).end()
+
+    def fail(position, message):
+        line = text.count("\n", 0, position) + 1
+        raise error(f"{path}, line {line}: {message} (a JSON array of objects)")
+
+    position = skip(skip(0) + 1)  # past "["
+    if text.startswith("]", position):
+        return
+    while True:
+        try:
+            row, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError as problem:
+            fail(problem.pos, f"not valid JSON ({problem.msg})")
+        if not isinstance(row, dict):
+            fail(position, f"expected a JSON object, got {text[position:end][:80]!r}")
+        yield text.count("\n", 0, position) + 1, row
+        position = skip(end)
+        if text.startswith("]", position):
+            break
+        if not text.startswith(",", position):
+            fail(position, "expected ',' or ']' after an object")
+        position = skip(position + 1)
+    if text[skip(position + 1) :]:
+        fail(skip(position + 1), "text after the array's closing ']'")
+
+
+def load_tfds(name: str, split: str, data_dir: str | None, error: type[Exception]):
+    """`(examples as numpy, dataset info)` of `split` of the tfds dataset `name`,
+    downloaded and prepared on first use (into `data_dir`, or tfds' default
+    `~/tensorflow_datasets`); `error` if it cannot be loaded."""
+    import tensorflow_datasets as tfds
+
+    try:
+        dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
+    except Exception as problem:  # tfds raises many kinds; report any of them
+        first = (str(problem).strip().splitlines() or [type(problem).__name__])[0]
+        raise error(f"tfds {name}:{split} could not be loaded: {first}") from problem
+    return tfds.as_numpy(dataset), info
+
+
+def write_text(path: str, text: str) -> str:
+    """Writes `text` to `path`, any tf.io.gfile path, creating its folder;
+    returns `path`.
+
+    Written to `path.tmp`, then renamed: an interrupted run never leaves half
+    a file, and `metrics.json`, rewritten after every seed, keeps the last
+    whole one.
+    """
+    directory = os.path.dirname(path)
+    if directory:
+        tf.io.gfile.makedirs(directory)
+    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
+        f.write(text)
+    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
+    return path
+
+
+def write_json(path: str, values) -> str:
+    """`write_text` of `values` as indented JSON (keys sorted, non-ASCII kept)."""
+    return write_text(
+        path, json.dumps(values, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    )
