@@ -28,8 +28,6 @@ embedding block 0.5**4, layer 0 0.5**3, layer 1 (the top) 0.5**2, the head 1.
 
 from __future__ import annotations
 
-import re
-
 # Layers of `ElectraEncoder` (and keras-hub's `ElectraBackbone`) at depth 0.
 EMBEDDING_LAYERS = (
     "token_embedding",
@@ -43,29 +41,6 @@ EMBEDDING_LAYERS = (
 # match "transformer_layer_10/...", and a prefix (a nesting model's name)
 # is allowed.
 _EMBEDDINGS_PATTERN = r"(^|/)(" + "|".join(EMBEDDING_LAYERS) + r")/"
-
-
-def _layer_pattern(index: int) -> str:
-    return rf"(^|/)transformer_layer_{index}/"
-
-
-def head_depth(num_layers: int, corrected: bool = False) -> int:
-    """Depth of the task head: `L + 2` in the original, `L + 1` corrected."""
-    return num_layers + 1 if corrected else num_layers + 2
-
-
-def layer_depth(path: str, num_layers: int, corrected: bool = False) -> int:
-    """The depth ELECTRA assigns to the variable at `path`.
-
-    0 for the embedding block, `i + 1` for `transformer_layer_i`, and
-    `head_depth(num_layers, corrected)` for anything else (the task head).
-    """
-    if re.search(_EMBEDDINGS_PATTERN, path):
-        return 0
-    for index in range(num_layers):
-        if re.search(_layer_pattern(index), path):
-            return index + 1
-    return head_depth(num_layers, corrected)
 
 
 def layerwise_learning_rate_multipliers(
@@ -82,15 +57,15 @@ def layerwise_learning_rate_multipliers(
 
     Returns:
         One pair for the embedding block, then one per transformer layer
-        (bottom to top), each `decay ** (head_depth - depth)`. Variables that
-        match none of them (the task head) keep `ElectraAdam`'s multiplier 1.
+        (bottom to top), each `decay ** (top - depth)` (depths as above); the
+        task head matches none of them and keeps `ElectraAdam`'s multiplier 1.
     """
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"layer-wise decay must be in (0, 1], got {decay}")
-    top = head_depth(num_layers, corrected)
+    top = num_layers + (1 if corrected else 2)
     multipliers = [(_EMBEDDINGS_PATTERN, float(decay**top))]
     multipliers += [
-        (_layer_pattern(index), float(decay ** (top - (index + 1))))
+        (rf"(^|/)transformer_layer_{index}/", float(decay ** (top - (index + 1))))
         for index in range(num_layers)
     ]
     return multipliers
