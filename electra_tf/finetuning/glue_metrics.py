@@ -265,24 +265,16 @@ class SpearmanCorrelation(keras.metrics.Metric):
         return {**super().get_config(), "capacity": self.capacity}
 
 
-def make_metric(name: str, task: GlueTask) -> keras.metrics.Metric:
-    """A fresh metric object for the metric `name` of `task`."""
-    if name == "accuracy":
-        return keras.metrics.SparseCategoricalAccuracy(name="accuracy")
-    if name == "f1":
-        return BinaryF1()
-    if name == "mcc":
-        return MatthewsCorrelation(num_classes=task.num_classes)
-    if name == "pearson":
-        return PearsonCorrelation()
-    if name == "spearman":
-        return SpearmanCorrelation()
-    raise ValueError(f"Unknown GLUE metric {name!r}")
-
-
 def task_metrics(task: GlueTask) -> list[keras.metrics.Metric]:
     """Fresh Keras metrics for `task` (for `compile(metrics=...)`)."""
-    return [make_metric(name, task) for name in task.metrics]
+    metrics = {
+        "accuracy": lambda: keras.metrics.SparseCategoricalAccuracy(name="accuracy"),
+        "f1": BinaryF1,
+        "mcc": lambda: MatthewsCorrelation(num_classes=task.num_classes),
+        "pearson": PearsonCorrelation,
+        "spearman": SpearmanCorrelation,
+    }
+    return [metrics[name]() for name in task.metrics]
 
 
 def task_score(task: GlueTask, results: dict[str, float]) -> float:

@@ -72,7 +72,8 @@ class GlueTask:
     # Column names of files that have no header row (CoLA's train and dev);
     # the test file of such a task has a header.
     headerless_columns: tuple[str, ...] = ()
-    # `(split, file name)` of the GLUE-server submission for each test split.
+    # `(split, file name)` of the GLUE-server submission of a test split whose
+    # file is not `<directory>.tsv`.
     submission_files: tuple[tuple[str, str], ...] = ()
     # A prediction-only task is predicted by this task's model (AX: MNLI).
     predicted_by: str = ""
@@ -103,8 +104,8 @@ class GlueTask:
         return split.replace("dev", "validation")
 
     def submission_file(self, split: str) -> str:
-        """GLUE's file name for `split`'s predictions; `<split>.tsv` for others."""
-        return dict(self.submission_files).get(split, f"{split}.tsv")
+        """GLUE's file name for `split`'s predictions."""
+        return dict(self.submission_files).get(split, f"{self.directory}.tsv")
 
 
 _NLI_LABELS = ("entailment", "not_entailment")
@@ -121,7 +122,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             label_names=("unacceptable", "acceptable"),
             metrics=("mcc",),
             headerless_columns=("source", "label", "original_label", "sentence"),
-            submission_files=(("test", "CoLA.tsv"),),
         ),
         GlueTask(
             name="sst2",
@@ -130,7 +130,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             text_features=("sentence",),
             labels=("0", "1"),
             label_names=("negative", "positive"),
-            submission_files=(("test", "SST-2.tsv"),),
         ),
         GlueTask(
             name="mrpc",
@@ -142,7 +141,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             label_names=("not_equivalent", "equivalent"),
             metrics=("accuracy", "f1"),
             swap_pairs=True,
-            submission_files=(("test", "MRPC.tsv"),),
         ),
         GlueTask(
             name="stsb",
@@ -154,7 +152,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             metrics=("pearson", "spearman"),
             epochs=10,
             swap_pairs=True,
-            submission_files=(("test", "STS-B.tsv"),),
         ),
         GlueTask(
             name="qqp",
@@ -165,7 +162,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             labels=("0", "1"),
             label_names=("not_duplicate", "duplicate"),
             metrics=("accuracy", "f1"),
-            submission_files=(("test", "QQP.tsv"),),
         ),
         GlueTask(
             name="mnli",
@@ -189,7 +185,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             text_features=("question", "sentence"),
             labels=_NLI_LABELS,
             label_names=_NLI_LABELS,
-            submission_files=(("test", "QNLI.tsv"),),
         ),
         GlueTask(
             name="rte",
@@ -199,7 +194,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             labels=_NLI_LABELS,
             label_names=_NLI_LABELS,
             epochs=10,
-            submission_files=(("test", "RTE.tsv"),),
         ),
         GlueTask(
             name="wnli",
@@ -208,7 +202,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             text_features=("sentence1", "sentence2"),
             labels=("0", "1"),
             label_names=("not_entailment", "entailment"),
-            submission_files=(("test", "WNLI.tsv"),),
         ),
         # The diagnostic set: MNLI-style pairs with no public labels, predicted
         # by the MNLI model and submitted as AX.tsv.
