@@ -141,49 +141,33 @@ def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
 
 @dataclasses.dataclass(frozen=True)
 class FinetuningFlags:
-    """What a user asked for (`finetune/run.py`'s flags), and each flag's
-    default (the command line sets none of its own); None: the recipe's."""
+    """What a user asked for: `finetune/run.py`'s flags (their meanings are
+    its `--help`), each flag's default here (the command line sets none of its
+    own). None: the kind's or the recipe's value."""
 
-    # A GLUE task (default: sst2), "tagging", or None with --train-file: the
-    # user's own classification or regression data.
     task: str | None = None
-    # A keras-hub preset (directory or name), or "none": random initialisation.
     pretrained: str = DEMO_PRETRAINED
-    # GLUE data in the official layout, or tensorflow-datasets; neither: the demo.
     data_dir: str | None = None
     tfds: bool = False
-    # The user's own files (CSV, TSV, JSON Lines; CoNLL for tagging).
     train_file: str | None = None
     dev_file: str | None = None
     test_file: str | None = None
-    # Their text column(s), comma-separated (None: "text"), and label column
-    # (None: "label").
-    text_columns: str | None = None
-    label_column: str | None = None
-    # "auto", "classification" or "regression" (None: "auto").
-    label_type: str | None = None
-    # Default: runs/finetune/<task>.
-    output_dir: str | None = None
-    # Replace a previous run in `output_dir` (else refused).
+    text_columns: str | None = None  # comma-separated; None: "text"
+    label_column: str | None = None  # None: "label"
+    label_type: str | None = None  # None: "auto"
+    output_dir: str | None = None  # None: runs/finetune/<task>
     overwrite: bool = False
-    # One run per seed; medians are reported.
     seeds: str = "1,2,3"
-    # Train on this many training examples, drawn with `sample_seed` (the
-    # same draw for every seed); None: all of them.
-    train_examples: int | None = None
+    train_examples: int | None = None  # None: all of them
     sample_seed: int = 0
-    # The recipe's values unless given.
     epochs: int | None = None
     batch_size: int | None = None
     learning_rate: float | None = None
     layerwise_decay: float | None = None
     max_seq_length: int | None = None
-    # A JSON object (or dict) of the task kind's config fields (FinetuningConfig;
-    # SQuAD: QuestionAnsweringConfig).
+    # A JSON object (or dict) of the kind's `config_class` fields.
     hparams: str | dict = "{}"
-    # Random initialisation only: the model size (a preset name, or a keras-hub
-    # preset directory whose architecture to rebuild) and its vocabulary (None:
-    # that directory's own, else the bundled BERT uncased one).
+    # Random initialisation (`--pretrained none`) only.
     preset: str = "tiny"
     vocab: str | None = None
     lowercase: bool = True
@@ -239,14 +223,9 @@ def flag_overrides(flags: FinetuningFlags) -> dict:
     """
     if flags.epochs is not None and flags.epochs < 1:
         raise ConfigError(f"--epochs must be >= 1, got {flags.epochs}")
-    from_flags = {
-        "epochs": flags.epochs,
-        "batch_size": flags.batch_size,
-        "learning_rate": flags.learning_rate,
-        "layerwise_decay": flags.layerwise_decay,
-        "max_seq_length": flags.max_seq_length,
-    }
-    return {k: v for k, v in from_flags.items() if v is not None}
+    names = ("epochs", "batch_size", "learning_rate", "layerwise_decay")
+    values = {name: getattr(flags, name) for name in (*names, "max_seq_length")}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def check_output_dir(output_dir: str, overwrite: bool) -> None:

@@ -36,6 +36,10 @@ class StartingPoint:
     model_config: ModelConfig | None = None
     vocabulary: Vocabulary | None = None
 
+    def __post_init__(self):
+        if self.pretrained is None and None in (self.model_config, self.vocabulary):
+            raise ValueError("a randomly initialised encoder needs a model config")
+
     @classmethod
     def from_flags(cls, flags: FinetuningFlags) -> StartingPoint:
         """`--pretrained`, or `--pretrained none` with `--preset`, `--vocab` and
@@ -56,8 +60,6 @@ class StartingPoint:
         `num_layers`, `max_sequence_length`, ...), read without building it."""
         if self.pretrained is not None:
             return preset_architecture(self.pretrained)
-        if self.model_config is None or self.vocabulary is None:
-            raise ValueError("a randomly initialised encoder needs a model config")
         return dataclasses.asdict(self.model_config)
 
     def build(self, model_class, config, preprocessor_args=None, **head):
@@ -87,8 +89,6 @@ class StartingPoint:
             )
             return model
         model_config, vocabulary = self.model_config, self.vocabulary
-        if model_config is None or vocabulary is None:
-            raise ValueError("a randomly initialised encoder needs a model config")
         check_vocabulary_fits(
             vocabulary.size, model_config.vocabulary_size, error=ConfigError
         )
