@@ -4,12 +4,8 @@ A fine-tuning run scores its dev split after each epoch, keeps the weights of
 the best-scoring epoch and restores them when training ends, so whatever is
 predicted, exported or scored on a test split afterwards is the epoch chosen
 on dev alone. With a patience, training stops once the dev score has not
-improved for that many epochs (early stopping on dev).
-
-The kinds differ only in how they score dev (`FinetuningTask.evaluate`):
-GLUE and own data evaluate Keras metrics, tagging scores words, SQuAD answers
-questions. What the score is differs too: the trainer logs it once and
-records it in `metrics.json` (`score_definition`).
+improved for that many epochs (early stopping on dev). How dev is scored is
+the task kind's (`FinetuningTask.evaluate`).
 """
 
 from __future__ import annotations

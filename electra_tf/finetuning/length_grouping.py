@@ -4,35 +4,26 @@ With `trim_padding` each batch costs what its longest sentence costs, so a
 shuffled epoch still pays for the long tail in nearly every batch. Grouping
 the shuffled examples by length first (fairseq's and Hugging Face's
 `group_by_length`) makes most batches short: examples fall into groups of
-similar word counts (`WORDS_PER_GROUP` wide), and a group emits a batch
-whenever it is full, so batches arrive in a random order of groups, and each
-epoch's shuffle draws new batches.
+similar word counts (`WORDS_PER_GROUP` wide), a group emits a batch whenever
+it is full, and each epoch's shuffle draws new batches.
 
-Which group an example falls in depends only on its word count, not on the
-shuffle, so the number of batches in an epoch is known before training
-(`batches_per_epoch`). The dataset asserts it as its cardinality: Keras knows
-the epoch's length, and the trainer's learning-rate schedule counts exactly
-the steps that come.
+An example's group depends only on its word count, so the batches in an epoch
+are counted before training (`batches_per_epoch`) and asserted as the
+dataset's cardinality: Keras and the learning-rate schedule know the steps.
 
-A group's last batch is usually partial (its size modulo `batch_size`); no
-example is dropped, in either mode:
+No example is dropped; a group's last batch is usually partial:
 
-* In graph mode each group's remainder is a batch of its own, as alike in
-  length as the others. Keras traces one graph for every batch size, so the
-  odd sizes cost nothing extra. An epoch is the sum over groups g of
-  ceil(n_g / batch_size) batches.
-* Under XLA (`pool_remainders`), which compiles one program per input shape,
-  every group's remainder would be a new batch size (and up to
-  `dynamic_padding.XLA_LENGTHS` compilations each; one compilation of
-  `small` takes 100-200 s on a CPU). Instead the remainders, which the
-  grouping emits after every full batch, are pooled into full batches of
-  mixed lengths, and one last smaller batch of n mod batch_size examples,
-  the same size every epoch: two batch sizes in all, as with plain batching.
-  An epoch is sum_g floor(n_g / batch_size) + ceil(sum_g (n_g mod
-  batch_size) / batch_size) batches. Dropping the remainders instead would
-  drop up to `batch_size` - 1 examples per group every epoch: on a small
-  training set most of it, or all (fewer examples in each group than a
-  batch).
+* In graph mode each group's remainder is a batch of its own (Keras traces
+  one graph per batch size, so odd sizes cost nothing): an epoch is
+  sum_g ceil(n_g / batch_size) batches.
+* Under XLA (`pool_remainders`), which compiles one program per input shape
+  (one compilation of `small` takes 100-200 s on a CPU), the remainders,
+  emitted after every full batch, are pooled into full batches of mixed
+  lengths and one last batch of n mod batch_size, the same every epoch: two
+  batch sizes, as with plain batching. An epoch is sum_g floor(n_g /
+  batch_size) + ceil(sum_g (n_g mod batch_size) / batch_size) batches.
+  Dropping the remainders instead would drop up to `batch_size` - 1 examples
+  per group every epoch: on a small training set most of it.
 """
 
 from __future__ import annotations

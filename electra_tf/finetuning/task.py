@@ -1,22 +1,14 @@
 """`FinetuningTask`: what a kind of fine-tuning states; the trainer does the rest.
 
-One recipe fine-tunes every kind of task (google-research/electra's
-`finetune/task.py` and `run_finetuning.py`; TF Model Garden's
-`official/nlp/tasks`): `trainer.run_finetuning` takes a task and, for each seed,
-builds its model, fits it with ELECTRA's optimizer, scores dev after every
-epoch and keeps the best epoch; then it writes `metrics.json` (every seed, the
-median over seeds) and the best seed's predictions, SavedModel and Keras file.
-A task is one kind's data, the run's `FinetuningConfig` and the
-`StartingPoint`; the kinds, one module each, state what differs:
-
-* `classification.ClassificationTask`: GLUE and your own files (classes or
-  scores; `ElectraTextClassifier`);
-* `tagging.TaggingTask`: CoNLL files (`ElectraTokenClassifier`);
-* `question_answering.QuestionAnsweringTask`: SQuAD 1.1 and 2.0
-  (`ElectraQuestionAnswerer`).
-
-A fourth kind is a subclass in a module of its own, listed in
-`finetune.TASK_KINDS` (finetune/README.md has the steps).
+As in google-research/electra's `finetune/task.py` and TF Model Garden's
+`official/nlp/tasks`: a task is one kind's data, the run's `FinetuningConfig`
+and the `StartingPoint`, and states what differs between kinds (data, model,
+dev score, outputs, recipe); `trainer.run_finetuning` runs every kind alike.
+The kinds, one module each: `classification.ClassificationTask` (GLUE and your
+own files), `tagging.TaggingTask` (CoNLL files) and
+`question_answering.QuestionAnsweringTask` (SQuAD 1.1 and 2.0). A fourth kind
+is a subclass in a module of its own, listed in `finetune.TASK_KINDS`
+(finetune/README.md has the steps).
 """
 
 from __future__ import annotations
