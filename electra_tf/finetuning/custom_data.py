@@ -58,7 +58,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from electra_tf.errors import FinetuningDataError
-from electra_tf.finetuning.files import shorten, table_rows, write_text
+from electra_tf.finetuning.files import read_columns, shorten, table_rows, write_text
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import GlueTask
 
@@ -98,56 +98,14 @@ def file_format(path: str) -> str:
 
 
 def read_labelled_file(
-    path: str,
-    text_columns: Sequence[str],
-    label_column: str | None,
+    path: str, text_columns: Sequence[str], label_column: str | None
 ) -> tuple[tuple[tuple[str, ...], ...], list, list[int]]:
-    """Texts, raw labels and line numbers of every row of `path`.
-
-    Args:
-        path: a .csv, .tsv or .jsonl file (see the module docstring).
-        text_columns: one or two column names.
-        label_column: the label's column, or None (an unlabelled test file;
-            a label column there is ignored).
-
-    Returns:
-        `(texts, labels, lines)`: `texts[s][i]` is text column `s` of row
-        `i`; `labels[i]` the label as read (a string, or a JSON value); `lines`
-        the 1-based line of each row.
-    """
+    """`files.read_columns` of a .csv, .tsv or .jsonl file (see the module
+    docstring): its texts, raw labels (`label_column` None: none, for a test
+    file) and line numbers, or `DataFileError`."""
     path = os.fspath(path)
     kind = file_format(path)
-    wanted = list(text_columns) + ([label_column] if label_column else [])
-    texts = [[] for _ in text_columns]
-    labels, lines = [], []
-    for line, row in table_rows(path, kind, DataFileError):
-        if isinstance(row, list):  # the CSV/TSV header
-            missing = [c for c in wanted if c not in row]
-            if missing:
-                raise DataFileError(
-                    f"{path}, line {line}: no column {missing[0]!r}; the header has "
-                    f"{row}"
-                )
-            continue
-        missing = [c for c in wanted if c not in row]
-        if missing:
-            raise DataFileError(
-                f"{path}, line {line}: no {missing[0]!r} field; the row has "
-                f"{sorted(row)}"
-            )
-        for segment, column in zip(texts, text_columns):
-            value = row[column]
-            if not isinstance(value, str):
-                raise DataFileError(
-                    f"{path}, line {line}: {column} {shorten(value)} is not a string"
-                )
-            segment.append(value)
-        if label_column:
-            labels.append(row[label_column])
-        lines.append(line)
-    if not lines:
-        raise DataFileError(f"{path}: no examples (the split is empty)")
-    return tuple(tuple(s) for s in texts), labels, lines
+    return read_columns(path, kind, DataFileError, text_columns, label_column)
 
 
 def _as_number(value) -> float | None:

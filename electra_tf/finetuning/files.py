@@ -3,7 +3,8 @@
 * `read_text(path, error)`: a file's UTF-8 text (a byte-order mark dropped);
   a missing file, or a byte that is not UTF-8, raises `error`.
 * `table_rows(path, kind, error)`: the rows of a CSV, TSV or JSON Lines file
-  (or one JSON array of objects), with their line numbers.
+  (or one JSON array of objects), with their line numbers; `read_columns`
+  their texts and labels (your own files, GLUE's TSVs).
 * `load_tfds(name, split, data_dir, error)`: a tensorflow-datasets split.
 * `write_text(path, text)` and `write_json(path, values)`: whole files.
 """
@@ -15,6 +16,7 @@ import io
 import json
 import os
 import re
+from collections.abc import Sequence
 
 import tensorflow as tf
 
@@ -120,6 +122,60 @@ def _json_array_rows(path: str, text: str, error: type[Exception]):
         position = skip(position + 1)
     if text[skip(position + 1) :]:
         fail(skip(position + 1), "text after the array's closing ']'")
+
+
+def read_columns(
+    path: str,
+    kind: str,
+    error: type[Exception],
+    text_columns: Sequence[str],
+    label_column: str | None,
+    header: list[str] | None = None,
+) -> tuple[tuple[tuple[str, ...], ...], list, list[int]]:
+    """Texts, raw labels and line numbers of every row of a `table_rows` file.
+
+    Args:
+        text_columns: one or two column names.
+        label_column: the label's column, or None (an unlabelled test file;
+            a label column there is ignored).
+        header: the columns of a file without a header row.
+
+    Returns:
+        `(texts, labels, lines)`: `texts[s][i]` is text column `s` of row
+        `i`; `labels[i]` the label as read (a string, or a JSON value); `lines`
+        the 1-based line of each row.
+    """
+    wanted = list(text_columns) + ([label_column] if label_column else [])
+    texts = [[] for _ in text_columns]
+    labels, lines = [], []
+    for line, row in table_rows(path, kind, error, header):
+        if isinstance(row, list):  # the CSV/TSV header
+            missing = [c for c in wanted if c not in row]
+            if missing:
+                raise error(
+                    f"{path}, line {line}: no column {missing[0]!r}; the header has "
+                    f"{row}"
+                )
+            continue
+        missing = [c for c in wanted if c not in row]
+        if missing:
+            raise error(
+                f"{path}, line {line}: no {missing[0]!r} field; the row has "
+                f"{sorted(row)}"
+            )
+        for segment, column in zip(texts, text_columns):
+            value = row[column]
+            if not isinstance(value, str):
+                raise error(
+                    f"{path}, line {line}: {column} {shorten(value)} is not a string"
+                )
+            segment.append(value)
+        if label_column:
+            labels.append(row[label_column])
+        lines.append(line)
+    if not lines:
+        raise error(f"{path}: no examples (the split is empty)")
+    return tuple(tuple(s) for s in texts), labels, lines
 
 
 def load_tfds(name: str, split: str, data_dir: str | None, error: type[Exception]):

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
 from electra_tf.finetuning import length_grouping
-from electra_tf.finetuning.files import load_tfds, table_rows, write_text
+from electra_tf.finetuning.files import load_tfds, read_columns, write_text
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 
@@ -155,27 +155,19 @@ def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
             f"{task.file_name(split)})"
         )
     labelled = split not in task.test_splits
-    headerless = list(task.headerless_columns) if labelled else []
-    rows = table_rows(path, "tsv", GlueDataError, header=headerless or None)
-    _, header = next(rows, (0, None))
-    if header is None:
-        raise GlueDataError(f"{path}: the file is empty")
-    wanted = list(task.text_columns) + ([task.label_column] if labelled else [])
-    missing = [column for column in wanted if column not in header]
-    if missing:
-        raise GlueDataError(
-            f"{path}: missing column(s) {', '.join(map(repr, missing))}; "
-            f"the header has {header}"
-        )
+    texts, values, lines = read_columns(
+        path,
+        "tsv",
+        GlueDataError,
+        task.text_columns,
+        task.label_column if labelled else None,
+        header=list(task.headerless_columns) or None if labelled else None,
+    )
+    if not labelled:
+        return _examples(task, split, texts, None, path)
     label_ids = {value: i for i, value in enumerate(task.labels)}
-    texts = [[] for _ in task.text_columns]
     labels = []
-    for line, row in rows:
-        for segment, column in zip(texts, task.text_columns):
-            segment.append(row[column])
-        if not labelled:
-            continue
-        value = row[task.label_column]
+    for value, line in zip(values, lines):
         if task.is_regression:
             try:
                 labels.append(float(value) / task.label_scale)
@@ -191,9 +183,7 @@ def read_glue_tsv(task: GlueTask, split: str, data_dir: str) -> GlueExamples:
                 f"{path}, line {line}: label {value!r} is not one of "
                 f"{', '.join(task.labels)}"
             )
-    if not texts[0]:
-        raise GlueDataError(f"{path}: the {split} split has no examples")
-    return _examples(task, split, texts, labels if labelled else None, path)
+    return _examples(task, split, texts, labels, path)
 
 
 def _examples(task: GlueTask, split: str, texts, labels, source: str) -> GlueExamples:
