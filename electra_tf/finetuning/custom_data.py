@@ -72,9 +72,6 @@ MOSTLY_NUMERIC = 0.9
 LABEL_TYPES = ("auto", "classification", "regression")
 # The column the test file's predictions are written in (GLUE's name for it).
 PREDICTION_COLUMN = "prediction"
-# The predictions file's extension, by the test file's format (a JSON array
-# comes back as JSON Lines).
-_EXTENSIONS = {"csv": ".csv", "tsv": ".tsv", "jsonl": ".jsonl"}
 
 
 logger = logging.getLogger(__name__)
@@ -87,11 +84,9 @@ class DataFileError(FinetuningDataError):
 def file_format(path: str) -> str:
     """ "csv", "tsv" or "jsonl", from the file name."""
     name = os.fspath(path).lower().removesuffix(".gz")
-    for suffix, kind in ((".csv", "csv"), (".tsv", "tsv"), (".jsonl", "jsonl")):
-        if name.endswith(suffix):
-            return kind
-    if name.endswith(".json"):
-        return "jsonl"
+    kinds = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
+    if os.path.splitext(name)[1] in kinds:
+        return kinds[os.path.splitext(name)[1]]
     raise DataFileError(
         f"{path}: unknown file type; name it .csv, .tsv or .jsonl (JSON Lines)"
     )
@@ -358,10 +353,11 @@ def write_test_predictions(
     """Writes the test file's rows with their predictions; returns the path.
 
     `output_dir/test.csv`, `.tsv` or `.jsonl`, in the test file's own format
-    (`examples.source`): every row with all its columns as read (the texts,
-    and ids or anything else the file holds), in file order, plus
-    `PREDICTION_COLUMN` (your label strings; scores as numbers in JSON). So a
-    prediction is read beside its text, with the tool that wrote the file.
+    (`examples.source`; a JSON array comes back as JSON Lines): every row with
+    all its columns as read (the texts, and ids or anything else the file
+    holds), in file order, plus `PREDICTION_COLUMN` (your label strings;
+    scores as numbers in JSON). So a prediction is read beside its text, with
+    the tool that wrote the file.
     """
     source = examples.source
     kind = file_format(source)
@@ -386,6 +382,4 @@ def write_test_predictions(
         writer.writerow([*header, PREDICTION_COLUMN])
         for (_, row), prediction in zip(rows, predictions):
             writer.writerow([*(row[column] for column in header), prediction])
-    return write_text(
-        os.path.join(output_dir, "test" + _EXTENSIONS[kind]), out.getvalue()
-    )
+    return write_text(os.path.join(output_dir, f"test.{kind}"), out.getvalue())

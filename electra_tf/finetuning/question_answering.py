@@ -263,12 +263,8 @@ def training_windows(
         )
         parts.append({k: v.numpy() for k, v in w.items()})
     w = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-    x = {
-        "token_ids": w["token_ids"],
-        "segment_ids": w["segment_ids"],
-        "padding_mask": w["padding_mask"],
-        "start_positions": w["start_positions"],
-    }
+    inputs = ("token_ids", "segment_ids", "padding_mask", "start_positions")
+    x = {name: w[name] for name in inputs}
     y = {
         "start_logits": w["start_positions"],
         "end_logits": w["end_positions"][:, None],

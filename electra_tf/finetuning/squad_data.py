@@ -152,10 +152,6 @@ def _check_misaligned(source, misaligned, answers: int):
     )
 
 
-def _kind(value) -> str:
-    return type(value).__name__
-
-
 def _check_texts(source, qid, question, context):
     for name, value in (("question", question), ("context", context)):
         if not isinstance(value, str):
@@ -195,8 +191,8 @@ def examples_from_json(
     for index, article in enumerate(data["data"]):
         if not isinstance(article, Mapping):
             raise SquadDataError(
-                f"{source}: article {index} is a {_kind(article)}, not an object "
-                "with 'title' and 'paragraphs'"
+                f"{source}: article {index} is a {type(article).__name__}, not an "
+                "object with 'title' and 'paragraphs'"
             )
         title = article.get("title", "")
         paragraphs = article.get("paragraphs")
@@ -209,7 +205,8 @@ def examples_from_json(
             if not isinstance(paragraph, Mapping):
                 raise SquadDataError(
                     f"{source}: article {index} ({title!r}): a paragraph is a "
-                    f"{_kind(paragraph)}, not an object with 'context' and 'qas'"
+                    f"{type(paragraph).__name__}, not an object with 'context' and "
+                    "'qas'"
                 )
             try:
                 context = paragraph["context"]

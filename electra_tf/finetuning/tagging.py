@@ -92,17 +92,9 @@ class TaggingTask(FinetuningTask):
         elif flags.train_file:
             data = load_tagging_data(flags.train_file, flags.dev_file, flags.test_file)
         else:  # the demo excerpt
-            data = load_tagging_data(
-                *(
-                    os.path.join(DEMO_TAGGING, f"{s}.conll")
-                    for s in ("train", "dev", "test")
-                )
-            )
+            splits = ("train", "dev", "test")
+            data = load_tagging_data(*(f"{DEMO_TAGGING}/{s}.conll" for s in splits))
         return data, {"data": data.train.source}
-
-    @property
-    def name(self) -> str:
-        return "tagging"
 
     def score_definition(self) -> str:
         return "dev span f1 (BIO tags)" if self.data.span_tags else "dev token accuracy"

@@ -84,8 +84,9 @@ class FinetuningTask:
 
     @property
     def name(self) -> str:
-        """The run's name in logs, `metrics.json` and the default output directory."""
-        raise NotImplementedError
+        """The run's name in logs, `metrics.json` and the default output
+        directory: the kind's first name unless a kind says otherwise."""
+        return self.names[0]
 
     @property
     def epochs(self) -> int:
