@@ -61,6 +61,19 @@ class Config:
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True)
 
+    def _check_positive(self, *names: str) -> None:
+        """Each named field (a size or a count) must be > 0."""
+        for name in names:
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+
+    def _check_choice(self, name: str, choices: tuple) -> None:
+        """The named field must be one of `choices`."""
+        if getattr(self, name) not in choices:
+            raise ConfigError(
+                f"{name} must be one of {choices}, got {getattr(self, name)!r}"
+            )
+
     def _check_fractions(self, *names: str) -> None:
         """Each named field (a dropout rate or the like) must be in [0, 1)."""
         for name in names:
@@ -122,14 +135,10 @@ class ModelConfig(Config):
     embedding_sharing: str = "tied"
 
     def __post_init__(self):
-        if self.embedding_sharing not in EMBEDDING_SHARING:
-            raise ConfigError(
-                f"embedding_sharing must be one of {EMBEDDING_SHARING}, got "
-                f"{self.embedding_sharing!r}"
-            )
-        for name in ("vocabulary_size", "num_layers", "hidden_dim", "embedding_dim"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        self._check_choice("embedding_sharing", EMBEDDING_SHARING)
+        self._check_positive(
+            "vocabulary_size", "num_layers", "hidden_dim", "embedding_dim"
+        )
         self._check_fractions("dropout")
         if not 0.0 < self.generator_hidden_size <= 1.0:
             raise ConfigError(
@@ -267,10 +276,7 @@ class PretrainingConfig(Config):
     seed: int = 0
 
     def __post_init__(self):
-        if self.objective not in OBJECTIVES:
-            raise ConfigError(
-                f"objective must be one of {OBJECTIVES}, got {self.objective!r}"
-            )
+        self._check_choice("objective", OBJECTIVES)
         if self.uniform_generator and self.objective not in SAMPLING_OBJECTIVES:
             raise ConfigError(
                 f"uniform_generator needs an objective that samples replacements "
@@ -284,10 +290,7 @@ class PretrainingConfig(Config):
             raise ConfigError(
                 f"mask_token_prob must be in [0, 1], got {self.mask_token_prob}"
             )
-        if self.sampler not in SAMPLERS:
-            raise ConfigError(
-                f"sampler must be one of {SAMPLERS}, got {self.sampler!r}"
-            )
+        self._check_choice("sampler", SAMPLERS)
         if self.temperature <= 0.0:
             raise ConfigError(f"temperature must be > 0, got {self.temperature}")
         if self.max_seq_length < 8:
@@ -410,17 +413,11 @@ class TrainingConfig(Config):
     skip_corrupt_files: bool = False
 
     def __post_init__(self):
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(
-                f"strategy must be one of {STRATEGIES}, got {self.strategy!r}"
-            )
-        if self.precision not in PRECISIONS:
-            raise ConfigError(
-                f"precision must be one of {PRECISIONS}, got {self.precision!r}"
-            )
-        for name in ("train_steps", "batch_size", "checkpoint_every", "eval_steps"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        self._check_choice("strategy", STRATEGIES)
+        self._check_choice("precision", PRECISIONS)
+        self._check_positive(
+            "train_steps", "batch_size", "checkpoint_every", "eval_steps"
+        )
         if self.checkpoint_every > self.train_steps:
             object.__setattr__(self, "checkpoint_every", self.train_steps)
         if self.train_steps % self.checkpoint_every:

@@ -81,9 +81,7 @@ class QuestionAnsweringConfig(FinetuningConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        for name in ("doc_stride", "max_answer_length", "beam_size"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        self._check_positive("doc_stride", "max_answer_length", "beam_size")
         if self.max_seq_length - self.max_query_length - 3 < 1:
             raise ConfigError(
                 f"max_seq_length {self.max_seq_length} leaves no room for context "

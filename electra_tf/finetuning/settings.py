@@ -96,9 +96,7 @@ class FinetuningConfig(Config):
             raise ConfigError(
                 f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
             )
-        for name in ("batch_size", "eval_batch_size"):
-            if getattr(self, name) <= 0:
-                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
+        self._check_positive("batch_size", "eval_batch_size")
         if self.max_seq_length < MIN_SEQ_LENGTH:
             raise ConfigError(
                 f"max_seq_length must be at least {MIN_SEQ_LENGTH} ([CLS], [SEP] "
@@ -108,10 +106,7 @@ class FinetuningConfig(Config):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
-        if self.pooling not in POOLINGS:
-            raise ConfigError(
-                f"pooling must be one of {POOLINGS}, got {self.pooling!r}"
-            )
+        self._check_choice("pooling", POOLINGS)
 
 
 # The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
