@@ -37,8 +37,9 @@ from electra_tf.finetuning.glue_readers import (
     GlueExamples,
     TaskData,
     glue_split_path,
-    load_glue_split,
+    load_tfds_split,
     predictions_to_glue,
+    read_glue_tsv,
     write_submission,
 )
 from electra_tf.finetuning.glue_tasks import (
@@ -211,7 +212,9 @@ def load_task_data(
         )
 
     def load(which, split):
-        return load_glue_split(which, split, data_dir, use_tfds=use_tfds)
+        if use_tfds:
+            return load_tfds_split(which, split, data_dir)
+        return read_glue_tsv(which, split, data_dir)
 
     train = load(task, "train")
     dev = {split: load(task, split) for split in task.dev_splits}

@@ -230,17 +230,6 @@ def load_tfds_split(
     return _examples(task, split, texts, labels if labelled else None, source)
 
 
-def load_glue_split(
-    task: GlueTask, split: str, data_dir: str | None = None, use_tfds: bool = False
-) -> GlueExamples:
-    """`load_tfds_split` if `use_tfds`, else `read_glue_tsv` from `data_dir`."""
-    if use_tfds:
-        return load_tfds_split(task, split, data_dir)
-    if data_dir is None:
-        raise GlueDataError("no GLUE data directory given")
-    return read_glue_tsv(task, split, data_dir)
-
-
 def predictions_to_glue(task: GlueTask, outputs: np.ndarray) -> list[str]:
     """Model outputs -> the prediction strings the GLUE server expects.
 

@@ -64,16 +64,13 @@ class StartingPoint:
 
     def build(self, model_class, config, preprocessor_args=None, **head):
         """A `model_class` (one of our keras-hub task models) on this encoder,
-        with a new head (`head`: the constructor's other arguments) and the
+        with a new head (`head`: the constructor's other arguments), the
         config's sequence length (`preprocessor_args`: the preprocessor's
-        other arguments) and encoder dropout (the fine-tuning rate, whatever
-        the pre-training's was).
-
-        A preset's encoder (`model_class.from_preset`) gets its top
-        `config.reinit_layers` blocks re-drawn with BERT's initialiser
-        (truncated normal, 0.02), whatever the pre-training's was. A random
-        one is built from `model_config`, with a tokenizer of `vocabulary`,
-        which must fit each other.
+        other arguments) and the config's encoder dropout, whatever the
+        pre-training's was. A preset's encoder gets its top
+        `config.reinit_layers` blocks re-drawn with BERT's initialiser; a
+        random one is built from `model_config` with a tokenizer of
+        `vocabulary`, which must fit each other.
         """
         preprocessor_args = preprocessor_args or {}
         if self.pretrained is not None:
@@ -134,11 +131,10 @@ def random_init_model(flags: FinetuningFlags) -> tuple[ModelConfig, Vocabulary]:
     (`--pretrained none`), from `--preset`, `--vocab` and `--no-lowercase`.
 
     `--preset` is one of ours (`tiny`, `small`, ...) or a keras-hub preset
-    directory, such as a pre-training export: then its architecture is rebuilt
-    with fresh weights and, without `--vocab`, its own vocabulary and casing,
-    so that the baseline is exactly the pre-trained model without its
-    pre-training. Initialisation is BERT's (`ModelConfig.initializer_range`)
-    whatever the preset's pre-training used.
+    directory, such as a pre-training export, whose architecture is rebuilt
+    with fresh weights and, without `--vocab`, its own vocabulary and casing:
+    the pre-trained model without its pre-training. Initialisation is BERT's
+    (`ModelConfig.initializer_range`) whatever the preset's pre-training used.
 
     Raises:
         ConfigError: an unknown preset name.
