@@ -36,6 +36,7 @@ import os
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
 from electra_tf.config import (
+    FinetuningConfig,
     ModelConfig,
     OptimizerConfig,
     PretrainingConfig,
@@ -51,7 +52,7 @@ from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.finetune import finetune
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.question_answering import QuestionAnsweringTask
-from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
+from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging import TaggingTask
 from electra_tf.finetuning.trainer import run_finetuning

@@ -3,6 +3,8 @@
 * `ModelConfig`: the discriminator's architecture (and the generator's size).
 * `PretrainingConfig`: the pre-training objective, masking and sampling.
 * `OptimizerConfig`: optimiser and learning-rate schedule.
+* `TrainingConfig`: how pre-training runs (devices, precision, checkpoints).
+* `FinetuningConfig`: the fine-tuning recipe (`presets.RECIPES` per size).
 
 Every config is plain data (JSON in, JSON out, never evaluated) and `override()`
 rejects unknown keys, so a typo in `--hparams` fails loudly instead of being
@@ -293,9 +295,10 @@ class PretrainingConfig(Config):
         self._check_choice("sampler", SAMPLERS)
         if self.temperature <= 0.0:
             raise ConfigError(f"temperature must be > 0, got {self.temperature}")
-        if self.max_seq_length < 8:
+        if self.max_seq_length < MIN_SEQ_LENGTH:
             raise ConfigError(
-                f"max_seq_length must be at least 8, got {self.max_seq_length}"
+                f"max_seq_length must be at least {MIN_SEQ_LENGTH}, got "
+                f"{self.max_seq_length}"
             )
 
     @property
@@ -430,6 +433,93 @@ class TrainingConfig(Config):
                 f"checkpoint_every ({self.checkpoint_every}) must be a multiple of "
                 f"steps_per_execution ({self.steps_per_execution})"
             )
+
+
+# What a classifier's head reads: the [CLS] state, or the mean over the tokens.
+POOLINGS = ("cls", "mean")
+# The shortest packed example: [CLS], one or two [SEP]s and a few tokens of
+# text (pre-training's and fine-tuning's).
+MIN_SEQ_LENGTH = 8
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuningConfig(Config):
+    """ELECTRA's fine-tuning recipe (the paper's Appendix, Table 7); the
+    paper's values for each size are `presets.RECIPES`."""
+
+    # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (see `presets.RECIPES`).
+    learning_rate: float = 1e-4
+    # Layer-wise learning-rate decay factor: 0.8 (small, base), 0.9 (large);
+    # 1.0 turns it off.
+    layerwise_decay: float = 0.8
+    # The intended layer-wise decay (top encoder layer decay**1) instead of the
+    # original's (decay**2); see `electra_tf.finetuning.layerwise_decay`.
+    corrected_layerwise_decay: bool = False
+    # Fraction of all training steps spent in linear warm-up.
+    warmup_fraction: float = 0.1
+    # Decoupled weight decay (LayerNorm weights and biases are excluded).
+    weight_decay: float = 0.01
+    # Adam epsilon (the original's 1e-6; no bias correction either).
+    adam_epsilon: float = 1e-6
+    # Clip gradients to this global norm.
+    clip_norm: float = 1.0
+    # Passes over the training data; 0 means the task's (3; RTE, STS-B: 10).
+    epochs: int = 0
+    # Stop once the dev score has not improved for this many epochs (0: train
+    # every epoch). The best dev epoch is restored either way; the learning
+    # rate still decays over all `epochs`.
+    early_stopping_patience: int = 0
+    # Examples per update.
+    batch_size: int = 32
+    # Batch training examples with others of similar length, so that most
+    # batches are far shorter than max_seq_length (every batch is cut to its
+    # longest example); every example is still trained every epoch. See
+    # `electra_tf.finetuning.length_grouping`.
+    group_by_length: bool = True
+    # Examples per batch when evaluating and predicting.
+    eval_batch_size: int = 128
+    # Tokens per packed example; longer inputs are truncated round-robin.
+    max_seq_length: int = 128
+    # Dropout before the classifier's dense layer.
+    head_dropout: float = 0.1
+    # Dropout inside the encoder while fine-tuning: the paper's 0.1, whatever
+    # the pre-training used (the CPU demo pre-trains without dropout; left at
+    # the preset's 0.0, a fine-tuned demo encoder overfits its 2,000 sentences).
+    encoder_dropout: float = 0.1
+    # What the classifier's head reads: "cls" (the original's [CLS] state) or
+    # "mean" (the mean final state over the unpadded tokens).
+    pooling: str = "cls"
+    # Re-initialise this many of a pre-trained encoder's top transformer
+    # blocks before fine-tuning (0: none; all of them: only the embeddings are
+    # transferred), with BERT's initialiser (truncated normal, 0.02) whatever
+    # the pre-training's initializer_range was. For few labels (Zhang et al.,
+    # 2021), and to tell what pre-training left in the embeddings from what it
+    # left in the blocks (BENCHMARKS.md section 16).
+    reinit_layers: int = 0
+    # Also train on MRPC and STS-B pairs with their sentences swapped.
+    swap_pairs: bool = True
+    # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
+    # CPUs Keras' dropout under XLA is slow).
+    jit_compile: bool = False
+
+    def __post_init__(self):
+        if self.learning_rate <= 0.0:
+            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
+        if not 0.0 < self.layerwise_decay <= 1.0:
+            raise ConfigError(
+                f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
+            )
+        self._check_positive("batch_size", "eval_batch_size")
+        if self.max_seq_length < MIN_SEQ_LENGTH:
+            raise ConfigError(
+                f"max_seq_length must be at least {MIN_SEQ_LENGTH} ([CLS], [SEP] "
+                f"and some text), got {self.max_seq_length}"
+            )
+        for name in ("epochs", "reinit_layers", "early_stopping_patience"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
+        self._check_choice("pooling", POOLINGS)
 
 
 def parse_hparams(hparams: str | dict, flag: str = "--hparams") -> dict[str, Any]:

@@ -55,10 +55,9 @@ def main(argv=None) -> int:
     )
     from electra_tf.finetuning.custom_data import load_custom_data
     from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.settings import recipe_for_width
     from electra_tf.finetuning.starting_point import StartingPoint
     from electra_tf.finetuning.trainer import finetune_seed
-    from electra_tf.presets import get_preset
+    from electra_tf.presets import get_preset, recipe_for_width
 
     pretrained = None if args.pretrained == "none" else args.pretrained
     model_config = vocabulary = None

@@ -585,7 +585,7 @@ def select_on_dev_then_test(train_seed, score_test):
 
 def finetune_unit(args, setup, key, data) -> dict:
     from electra_tf.distribution import resolve_jit_compile
-    from electra_tf.finetuning.settings import recipe_for_width
+    from electra_tf.presets import recipe_for_width
 
     _, task_name, encoder, fseed = key.split(".")
     fseed = int(fseed[1:])

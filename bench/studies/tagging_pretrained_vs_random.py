@@ -77,9 +77,9 @@ def main(argv=None) -> int:
 
     from bench.run_info import run_info
     from electra_tf.finetuning import trainer
-    from electra_tf.finetuning.settings import recipe_for_width
     from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
     from electra_tf.models.token_classifier import ElectraTokenClassifier
+    from electra_tf.presets import recipe_for_width
 
     data = load_tagging_data(
         os.path.join(args.data_dir, "train.conll"),

@@ -123,8 +123,7 @@ class Task:
     """One task's data, and its model and dataset as fine-tuning builds them."""
 
     def __init__(self, name, args, vocabulary):
-        from electra_tf.finetuning.settings import recipe_for_width
-        from electra_tf.presets import get_preset
+        from electra_tf.presets import get_preset, recipe_for_width
 
         self.name = name
         self.model_config = get_preset(args.preset).model.override(

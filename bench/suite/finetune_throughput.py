@@ -155,7 +155,7 @@ def _model_config(preset: str, vocabulary, dropout: float):
 
 
 def _recipe(args, model_config):
-    from electra_tf.finetuning.settings import recipe_for_width
+    from electra_tf.presets import recipe_for_width
 
     _, recipe = recipe_for_width(model_config.hidden_dim)
     return recipe.override(

@@ -85,10 +85,10 @@ def _model_config(preset_name: str):
 
 def export_ours(preset_name: str, max_seq_length: int, export_dir: str) -> None:
     """A randomly initialised `small` classifier as a raw-text SavedModel."""
+    from electra_tf.config import FinetuningConfig
     from electra_tf.export.classifier import export_text_classifier
     from electra_tf.finetuning.classification import build_classifier
     from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.settings import FinetuningConfig
     from electra_tf.finetuning.starting_point import StartingPoint
 
     model, vocabulary = _model_config(preset_name)

@@ -30,7 +30,8 @@ import sys
 
 from electra_tf.cli import command_line, flags_from
 from electra_tf.finetuning.finetune import finetune
-from electra_tf.finetuning.settings import RECIPES, FinetuningConfig, FinetuningFlags
+from electra_tf.finetuning.settings import FinetuningFlags
+from electra_tf.presets import RECIPES
 
 # Each flag's default, from its one home (`flags_from`), for the help.
 DEFAULT = FinetuningFlags()
@@ -82,14 +83,14 @@ def parse_args(argv=None):
     add("--sample-seed", type=int, help="Seed of the --train-examples "
         f"draw (default {DEFAULT.sample_seed}).")
     add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD 2).")
-    add("--batch-size", type=int, help=f"Default: {FinetuningConfig.batch_size}.")
+    add("--batch-size", type=int, help=f"Default: {RECIPES['base'].batch_size}.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
     add("--layerwise-decay", type=float, help="Default: "
         f"{RECIPES['base'].layerwise_decay} ({RECIPES['large'].layerwise_decay} "
         "for large).")
     add("--max-seq-length", type=int, help="Tokens per example (SQuAD: window), "
         "at least 8; longer inputs are truncated (tagging, SQuAD: windowed). "
-        f"Default: {FinetuningConfig.max_seq_length}; SQuAD: 512, or the "
+        f"Default: {RECIPES['base'].max_seq_length}; SQuAD: 512, or the "
         "encoder's length if shorter.")
     add("--hparams", help="JSON object of recipe fields: "
         'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD, '

@@ -24,7 +24,7 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.finetuning.custom_data import load_custom_data, write_test_predictions
 from electra_tf.finetuning.glue_metrics import (
@@ -51,7 +51,6 @@ from electra_tf.finetuning.glue_tasks import (
 from electra_tf.finetuning.settings import (
     DEMO_DATA,
     OWN_FILE_FLAGS,
-    FinetuningConfig,
     FinetuningFlags,
     refuse_flags,
     refuse_unpaired_files,

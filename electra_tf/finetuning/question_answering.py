@@ -30,12 +30,11 @@ from collections.abc import Sequence
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.settings import (
     OWN_FILE_FLAGS,
-    FinetuningConfig,
     FinetuningFlags,
     refuse_flags,
     refuse_train_examples,

@@ -1,8 +1,8 @@
 """A fine-tuning run's settings: flags, the size's recipe and `--hparams`, in one pass.
 
-`resolve_finetuning_config` starts from the paper's recipe for the encoder's width,
-lays the flags over it and `--hparams` over the flags, and builds the
-`FinetuningConfig` once.
+`resolve_finetuning_config` starts from the paper's recipe for the encoder's width
+(`presets.RECIPES`: `FinetuningConfig`s, beside the pre-training presets), lays the
+flags over it and `--hparams` over the flags, and builds the run's config once.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import os
 
 import tensorflow as tf
 
-from electra_tf.config import Config, ConfigError, parse_hparams
-from electra_tf.models.text_classifier import POOLINGS
+from electra_tf.config import ConfigError, FinetuningConfig, parse_hparams
+from electra_tf.presets import recipe_for_width
 
 # The pre-training demo's export, which the fine-tuning demo starts from.
 DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
@@ -23,115 +23,8 @@ _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
 # The tagging demo: the first sentences of the Brown POS task, CoNLL layout.
 DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
-# The shortest packed example: [CLS], one or two [SEP]s and a few tokens of
-# text (the pre-training minimum too).
-MIN_SEQ_LENGTH = 8
 
 logger = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class FinetuningConfig(Config):
-    """ELECTRA's GLUE fine-tuning recipe (the paper's Appendix, Table 7)."""
-
-    # Peak learning rate: small 3e-4, base 1e-4, large 5e-5 (see RECIPES).
-    learning_rate: float = 1e-4
-    # Layer-wise learning-rate decay factor: 0.8 (small, base), 0.9 (large);
-    # 1.0 turns it off.
-    layerwise_decay: float = 0.8
-    # The intended layer-wise decay (top encoder layer decay**1) instead of the
-    # original's (decay**2); see `electra_tf.finetuning.layerwise_decay`.
-    corrected_layerwise_decay: bool = False
-    # Fraction of all training steps spent in linear warm-up.
-    warmup_fraction: float = 0.1
-    # Decoupled weight decay (LayerNorm weights and biases are excluded).
-    weight_decay: float = 0.01
-    # Adam epsilon (the original's 1e-6; no bias correction either).
-    adam_epsilon: float = 1e-6
-    # Clip gradients to this global norm.
-    clip_norm: float = 1.0
-    # Passes over the training data; 0 means the task's (3; RTE, STS-B: 10).
-    epochs: int = 0
-    # Stop once the dev score has not improved for this many epochs (0: train
-    # every epoch). The best dev epoch is restored either way; the learning
-    # rate still decays over all `epochs`.
-    early_stopping_patience: int = 0
-    # Examples per update.
-    batch_size: int = 32
-    # Batch training examples with others of similar length, so that most
-    # batches are far shorter than max_seq_length (every batch is cut to its
-    # longest example); every example is still trained every epoch. See
-    # `electra_tf.finetuning.length_grouping`.
-    group_by_length: bool = True
-    # Examples per batch when evaluating and predicting.
-    eval_batch_size: int = 128
-    # Tokens per packed example; longer inputs are truncated round-robin.
-    max_seq_length: int = 128
-    # Dropout before the classifier's dense layer.
-    head_dropout: float = 0.1
-    # Dropout inside the encoder while fine-tuning: the paper's 0.1, whatever
-    # the pre-training used (the CPU demo pre-trains without dropout; left at
-    # the preset's 0.0, a fine-tuned demo encoder overfits its 2,000 sentences).
-    encoder_dropout: float = 0.1
-    # What the classifier's head reads: "cls" (the original's [CLS] state) or
-    # "mean" (the mean final state over the unpadded tokens).
-    pooling: str = "cls"
-    # Re-initialise this many of a pre-trained encoder's top transformer
-    # blocks before fine-tuning (0: none; all of them: only the embeddings are
-    # transferred), with BERT's initialiser (truncated normal, 0.02) whatever
-    # the pre-training's initializer_range was. For few labels (Zhang et al.,
-    # 2021), and to tell what pre-training left in the embeddings from what it
-    # left in the blocks (BENCHMARKS.md section 16).
-    reinit_layers: int = 0
-    # Also train on MRPC and STS-B pairs with their sentences swapped.
-    swap_pairs: bool = True
-    # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
-    # CPUs Keras' dropout under XLA is slow).
-    jit_compile: bool = False
-
-    def __post_init__(self):
-        if self.learning_rate <= 0.0:
-            raise ConfigError(f"learning_rate must be > 0, got {self.learning_rate}")
-        if not 0.0 < self.layerwise_decay <= 1.0:
-            raise ConfigError(
-                f"layerwise_decay must be in (0, 1], got {self.layerwise_decay}"
-            )
-        self._check_positive("batch_size", "eval_batch_size")
-        if self.max_seq_length < MIN_SEQ_LENGTH:
-            raise ConfigError(
-                f"max_seq_length must be at least {MIN_SEQ_LENGTH} ([CLS], [SEP] "
-                f"and some text), got {self.max_seq_length}"
-            )
-        for name in ("epochs", "reinit_layers", "early_stopping_patience"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
-        self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
-        self._check_choice("pooling", POOLINGS)
-
-
-# The paper's per-size recipe. "tiny" (2 layers, H=64; the CPU demo and the
-# tests) is not in the paper; its rate was chosen on the demo task (2,000
-# rt_polarity sentences, 3 epochs = 189 updates, median dev accuracy of 3
-# seeds, random initialisation and the demo's 4,785-token vocabulary): 3e-4
-# reached 0.662, 1e-3 0.700, and 3e-3 diverged to the majority class (0.616).
-# Small models tolerate larger steps, and a short run needs them.
-RECIPES: dict[str, FinetuningConfig] = {
-    "tiny": FinetuningConfig(learning_rate=1e-3, layerwise_decay=0.8),
-    "small": FinetuningConfig(learning_rate=3e-4, layerwise_decay=0.8),
-    "base": FinetuningConfig(learning_rate=1e-4, layerwise_decay=0.8),
-    "large": FinetuningConfig(learning_rate=5e-5, layerwise_decay=0.9),
-}
-
-
-def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
-    """The recipe of the paper size closest to an encoder of width `hidden_dim`.
-
-    tiny: H <= 128; small: H <= 256; base: H <= 768; large above.
-    """
-    for size, widest in (("tiny", 128), ("small", 256), ("base", 768)):
-        if hidden_dim <= widest:
-            return size, RECIPES[size]
-    return "large", RECIPES["large"]
 
 
 @dataclasses.dataclass(frozen=True)

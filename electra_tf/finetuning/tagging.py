@@ -18,12 +18,11 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.token_classifier import export_token_classifier
 from electra_tf.finetuning.settings import (
     DEMO_TAGGING,
     OWN_FILE_FLAGS,
-    FinetuningConfig,
     FinetuningFlags,
     refuse_flags,
     refuse_train_examples,

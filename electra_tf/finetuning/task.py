@@ -17,8 +17,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.config import FinetuningConfig
 from electra_tf.finetuning import length_grouping
-from electra_tf.finetuning.settings import FinetuningConfig, FinetuningFlags
+from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
 
 # The settings only a classification head and pair tasks read, for the other
@@ -41,7 +42,7 @@ class FinetuningTask:
     names: tuple[str, ...] = ()
     # Its configuration: `FinetuningConfig`, or a subclass adding its fields.
     config_class: type[FinetuningConfig] = FinetuningConfig
-    # The kind's recipe beside the size's (`settings.RECIPES`), e.g. SQuAD's
+    # The kind's recipe beside the size's (`presets.RECIPES`), e.g. SQuAD's
     # 512-token windows.
     recipe_changes: dict = {}
     # Passes over the training data when `config.epochs` is 0.
@@ -68,7 +69,7 @@ class FinetuningTask:
 
     @classmethod
     def recipe(cls, size_recipe: FinetuningConfig) -> FinetuningConfig:
-        """The kind's recipe for a model size: the size's (`settings.RECIPES`)
+        """The kind's recipe for a model size: the size's (`presets.RECIPES`)
         as a `config_class`, with `recipe_changes`."""
         return cls.config_class(**size_recipe.to_dict()).override(**cls.recipe_changes)
 

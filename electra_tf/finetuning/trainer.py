@@ -24,11 +24,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.files import write_json
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
-from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.optimization.optimizer import ElectraAdam
 from electra_tf.optimization.schedule import WarmupPolynomialDecay

@@ -5,6 +5,7 @@ from __future__ import annotations
 import keras
 import keras_hub
 
+from electra_tf.config import POOLINGS
 from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
@@ -19,7 +20,6 @@ from electra_tf.models.text_classifier_preprocessor import (
 )
 
 # How the head reads the encoder: the [CLS] state, or the mean over tokens.
-POOLINGS = ("cls", "mean")
 
 
 def masked_mean(sequence, padding_mask):

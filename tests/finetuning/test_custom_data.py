@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from electra_tf.config import FinetuningConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.custom_data import (
@@ -24,7 +25,6 @@ from electra_tf.finetuning.custom_data import (
 )
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData, read_glue_tsv
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.trainer import finetune_seed, run_finetuning
 from electra_tf.presets import get_preset

@@ -10,14 +10,13 @@ import pytest
 
 import electra_tf.finetuning.finetune
 from electra_tf.cli.finetune import main, parse_args
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.finetuning.classification import ClassificationTask
 from electra_tf.finetuning.question_answering import (
     QuestionAnsweringConfig,
     QuestionAnsweringTask,
 )
 from electra_tf.finetuning.settings import (
-    FinetuningConfig,
     FinetuningFlags,
     check_output_dir,
     flag_overrides,

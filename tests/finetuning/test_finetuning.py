@@ -14,7 +14,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf.cli.finetune
-from electra_tf.config import ConfigError
+from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.classification import (
@@ -24,12 +24,7 @@ from electra_tf.finetuning.classification import (
 )
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.settings import (
-    RECIPES,
-    FinetuningConfig,
-    FinetuningFlags,
-    recipe_for_width,
-)
+from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint, random_init_model
 from electra_tf.finetuning.tagging import build_token_classifier
 from electra_tf.finetuning.trainer import (
@@ -38,7 +33,7 @@ from electra_tf.finetuning.trainer import (
     run_finetuning,
 )
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
-from electra_tf.presets import get_preset
+from electra_tf.presets import RECIPES, get_preset, recipe_for_width
 from tests.helpers import TINY_VOCABULARY_SIZE
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -18,11 +18,11 @@ from electra_tf.finetuning.question_answering import (
     fit_to_encoder,
     load_squad_data,
 )
-from electra_tf.finetuning.settings import RECIPES
 from electra_tf.finetuning.squad_data import load_squad_split
 from electra_tf.finetuning.squad_metrics import evaluate_v2
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.trainer import run_finetuning
+from electra_tf.presets import RECIPES
 
 REPO = pathlib.Path(__file__).parents[2]
 FIXTURE = str(REPO / "tests" / "fixtures" / "squad")

@@ -24,8 +24,8 @@ import electra_tf.finetuning.tagging_data
 import electra_tf.finetuning.tagging_metrics
 import electra_tf.models.token_classifier
 import electra_tf.models.token_classifier_preprocessor
+from electra_tf.config import FinetuningConfig
 from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
 from electra_tf.finetuning.tagging_data import TaggingDataError, read_conll

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from electra_tf.config import ModelConfig
+from electra_tf.config import FinetuningConfig, ModelConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.classification import ClassificationTask, load_task_data
 from electra_tf.finetuning.finetune import TASK_KINDS, task_kind
@@ -30,7 +30,6 @@ from electra_tf.finetuning.question_answering import (
     QuestionAnsweringTask,
     load_squad_data,
 )
-from electra_tf.finetuning.settings import FinetuningConfig
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
 from electra_tf.finetuning.task import FinetuningTask
