@@ -88,10 +88,6 @@ class GlueTask:
         return len(self.labels) or 1
 
     @property
-    def is_pair(self) -> bool:
-        return len(self.text_columns) == 2
-
-    @property
     def tfds_name(self) -> str:
         return f"glue/{self.name}"
 

@@ -3,14 +3,11 @@
 * `read_squad_json(path, version)`: the official layout
   (`{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id",
   "question", "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}`;
-  `is_impossible` only in 2.0).
-* `squad_split_path(data_dir, version, split)`: `train-v1.1.json`,
-  `dev-v2.0.json`, ... under `data_dir`.
+  `is_impossible` only in 2.0), named as `squad_split_path` says.
 * `load_tfds_squad(version, split)`: `squad/v1.1` or `squad/v2.0` from
-  tensorflow-datasets; `examples_from_tfds(records, version)` converts its
-  records (dicts of numpy values) and is what the tests check.
-* `write_predictions_json(path, predictions)` and the no-answer scores
-  (`null_odds`): the files the official evaluation scripts read.
+  tensorflow-datasets, its records read by `examples_from_tfds`.
+* `write_predictions_json` and `write_null_odds_json`: the files the official
+  evaluation scripts read.
 
 Answer `answer_start`s are character (Unicode code point) offsets into the
 context, as in the official files. A malformed file (an article that is not

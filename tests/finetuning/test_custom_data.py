@@ -62,7 +62,7 @@ def test_csv_tsv_and_jsonl_pairs(tmp_path):
         ("caf\u00e9", "b"),
         ("\u6f22\u5b57", "c"),
     )
-    assert task.labels == ("other", "same") and task.is_pair
+    assert task.labels == ("other", "same") and len(task.text_columns) == 2
     assert data.train.labels.tolist() == [1, 0] and data.dev["dev"].labels.tolist() == [
         1
     ]
