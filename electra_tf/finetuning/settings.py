@@ -21,7 +21,7 @@ DEMO_PRETRAINED = "runs/pretrain/export/discriminator"
 _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 # The demo task: a movie-review excerpt in SST-2's layout.
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
-# The tagging demo: the first sentences of the Brown POS task, CoNLL layout.
+# The tagging demo: 2,000 training sentences of the Brown POS task, CoNLL layout.
 DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
 
 logger = logging.getLogger(__name__)

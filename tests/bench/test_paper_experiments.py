@@ -355,7 +355,7 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
     """Fails if the test file is opened before the epoch is chosen."""
     from electra_tf.finetuning import tagging, tagging_data, trainer
 
-    pos_dir = pathlib.Path(__file__).parents[2] / "electra_tf/assets/tasks/brown_pos"
+    pos_dir = pathlib.Path(__file__).parents[2] / "tests/fixtures/brown_pos"
     reads, trained = [], []
     real_read = tagging_data.read_conll
 

@@ -6,8 +6,9 @@ Every kind and path of `finetune/run.py` on tiny models and a short schedule:
 GLUE SST-2 (the bundled rt_polarity excerpt, 256 sentences drawn, two seeds),
 MNLI (the fixture: two dev and three test splits), MRPC from a pre-trained
 preset (a seeded tiny encoder saved as one, `reinit_layers` 1, pairs swapped),
-your own CSV files (rt_polarity rows, with a test file), the Brown POS excerpt
-(tagging; random, and from the preset with `reinit_layers` 1), and the SQuAD
+your own CSV files (rt_polarity rows, with a test file), the Brown POS fixture
+as your own files (tagging: the 15 training sentences the demo bundled before
+its 2,000; random, and from the preset with `reinit_layers` 1), and the SQuAD
 fixture (2.0 from random initialisation, 1.1 from the preset). What is
 recorded per run: `metrics.json`'s per-seed epochs (train and dev metrics,
 scores), best epochs, medians and best seed, and the predictions files it wrote.
@@ -33,6 +34,7 @@ import tempfile
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GLUE = str(REPO / "tests" / "fixtures" / "glue")
 SQUAD = str(REPO / "tests" / "fixtures" / "squad")
+BROWN = REPO / "tests" / "fixtures" / "brown_pos"
 RT_POLARITY = REPO / "electra_tf" / "assets" / "tasks" / "rt_polarity"
 DEMO_VOCABULARY = str(REPO / "electra_tf" / "assets" / "demo_vocab.txt")
 RECORD = pathlib.Path(__file__).with_name("demo_runs.json")
@@ -50,6 +52,7 @@ def cases(folder: pathlib.Path) -> dict[str, list[str]]:
     own = write_own_csv(folder / "own")
     # Random initialisation, one seed (a later --seeds wins: argparse's last).
     random = ["--pretrained", "none", "--vocab", DEMO_VOCABULARY, "--seeds", "1"]
+    brown = [f"--{s}-file={BROWN / s}.conll" for s in ("train", "dev", "test")]
     return {
         "sst2_excerpt": [
             *random,
@@ -104,7 +107,7 @@ def cases(folder: pathlib.Path) -> dict[str, list[str]]:
             "--epochs",
             "1",
         ],
-        "brown_pos": [*random, "--task", "tagging", "--epochs", "2"],
+        "brown_pos": [*random, "--task", "tagging", *brown, "--epochs", "2"],
         "brown_pos_preset": [
             "--pretrained",
             preset,
@@ -112,6 +115,7 @@ def cases(folder: pathlib.Path) -> dict[str, list[str]]:
             "1",
             "--task",
             "tagging",
+            *brown,
             "--epochs",
             "1",
             "--hparams",

@@ -1,6 +1,6 @@
 """Token classification: CoNLL reader, span metrics against seqeval, the
 preprocessor's word-to-piece alignment and windows, and a tiny tagger trained
-with `run_finetuning` on the bundled Brown POS excerpt, reloaded from
+with `run_finetuning` on the tiny Brown POS fixture, reloaded from
 `tagger.keras` and served as a raw-text SavedModel in a fresh process that
 cannot import electra_tf.
 """
@@ -44,7 +44,7 @@ from electra_tf.presets import get_preset
 from tests.helpers import SUBPROCESS_TIMEOUT, TINY_VOCABULARY_SIZE
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-BROWN = REPO / "electra_tf" / "assets" / "tasks" / "brown_pos"
+BROWN = REPO / "tests" / "fixtures" / "brown_pos"  # 15 / 8 / 5 sentences
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 SEQUENCE_LENGTH = 16  # short: the fixture's long sentences need several windows
 

@@ -36,7 +36,7 @@ from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.finetuning.trainer import run_finetuning
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-BROWN = REPO / "electra_tf" / "assets" / "tasks" / "brown_pos"
+BROWN = REPO / "tests" / "fixtures" / "brown_pos"  # 15 / 8 / 5 sentences
 VOCABULARY = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "demo_vocab.txt")
 START = StartingPoint(
     None,
