@@ -114,13 +114,20 @@ class TaggingTask(FinetuningTask):
 
     def evaluate(self, model, logs):
         """Tags the dev sentences; scores go into `logs` as `val_<metric>`."""
-        predicted = model.predict_tags(
-            [list(w) for w in self.data.dev.words],
-            batch_size=self.config.eval_batch_size,
-        )
-        scores = tagging_scores(self.data.dev.tags, predicted, self.data.span_tags)
+        scores, score = self.score(model, self.data.dev)
         logs.update({f"val_{key}": value for key, value in scores.items()})
-        return {"dev": scores}, scores["f1" if self.data.span_tags else "accuracy"]
+        return {"dev": scores}, score
+
+    def score(self, model, sentences: TaggedSentences) -> tuple[dict, float]:
+        """Tags labelled `sentences` (dev, or a test split after training):
+        their metrics and the score (`score_definition`'s: span F1 for BIO
+        tags, else token accuracy). Their tags must be the training file's
+        (`check_tags`)."""
+        predicted = model.predict_tags(
+            [list(w) for w in sentences.words], batch_size=self.config.eval_batch_size
+        )
+        scores = tagging_scores(sentences.tags, predicted, self.data.span_tags)
+        return scores, scores["f1" if self.data.span_tags else "accuracy"]
 
     def write_outputs(self, model, output_dir):
         outputs = {}

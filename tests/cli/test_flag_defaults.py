@@ -1,13 +1,15 @@
 """Each command's flag defaults have one home, its flags dataclass: the parsers
 set none (`electra_tf.cli.flags_from`)."""
 
-from electra_tf.cli import finetune, flags_from, pretrain
+from electra_tf.cli import finetune, finetune_demo, flags_from, pretrain
 from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.pretraining.settings import PretrainingFlags
 
 
 def test_no_flags_are_the_flags_dataclasses_defaults():
     assert flags_from(FinetuningFlags, finetune.parse_args([])) == FinetuningFlags()
+    demo = finetune_demo.parse_args([])
+    assert flags_from(FinetuningFlags, demo) == FinetuningFlags()
     assert flags_from(PretrainingFlags, pretrain.parse_args([])) == PretrainingFlags()
 
 

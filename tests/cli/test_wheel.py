@@ -74,6 +74,7 @@ def test_the_wheel_installs_and_runs_the_demo(tmp_path):
         "electra-build-data",
         "electra-convert",
         "electra-finetune",
+        "electra-finetune-demo",
         "electra-score",
     )
     for script in scripts:
