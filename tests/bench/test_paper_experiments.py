@@ -12,6 +12,10 @@ import pytest
 
 from bench.studies import paper_experiments as study
 
+# What a no-pre-training unit's StartingPoint needs (never built here: the
+# units' training is stubbed).
+_NO_PRETRAINING = {"model": "the preset's model config", "vocabulary": "its vocabulary"}
+
 
 def _setup(**changes):
     setup = {
@@ -379,8 +383,8 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
         args,
         config=types.SimpleNamespace(eval_batch_size=8),
         pretrained=None,
-        base={"model": None},
-        data={"vocabulary": None},
+        base={"model": _NO_PRETRAINING["model"]},
+        data={"vocabulary": _NO_PRETRAINING["vocabulary"]},
         seed=3,
     )
     assert ("test.conll", False) not in reads
@@ -458,8 +462,8 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
         argparse.Namespace(sentiment_dir=str(task_dir)),
         config=types.SimpleNamespace(eval_batch_size=8),
         pretrained=None,
-        base={"model": None},
-        data={"vocabulary": None},
+        base={"model": _NO_PRETRAINING["model"]},
+        data={"vocabulary": _NO_PRETRAINING["vocabulary"]},
         seed=2,
     )
     assert ("test", False) not in reads and ("test", True) in reads

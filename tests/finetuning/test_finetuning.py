@@ -468,7 +468,8 @@ def test_cli_bad_data(cli, capsys, tmp_path):
     assert f"{train}, line 2: label 'maybe' is not one of" in message
     (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n")
     train.write_text((GLUE_DIR / "RTE" / "train.tsv").read_text())
-    assert "the dev split has no examples" in _error(cli, capsys, *args)
+    dev = tmp_path / "RTE" / "dev.tsv"
+    assert f"{dev}: no examples (the split is empty)" in _error(cli, capsys, *args)
     assert "RTE train file not found" in _error(
         cli, capsys, "--task", "rte", "--data-dir", str(tmp_path / "nowhere")
     )
