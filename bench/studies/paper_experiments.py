@@ -1265,8 +1265,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             lines.append(
                 f"| {label(point['variant'])} | {point['step']} | "
                 f"{point['flops']:.3g} | {point['executed_flops'] or 0:.3g} | "
-                f"{point['pretraining_runs']} x "
-                f"{point['finetuning_runs'] // max(1, point['pretraining_runs'])} | "
+                f"{_runs(point['pretraining_runs'], point['finetuning_runs'])} | "
                 f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
                 f"{point['dev_mean']:.4f} | {_score(point.get('train_mean'))} | "
                 f"{point['best_epoch_is_last']} of "
@@ -1305,6 +1304,13 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def _runs(pretraining: int, finetuning: int) -> str:
+    """"3 x 3", or "2 (5 fine-tuning runs)" while a run's seeds are missing."""
+    if pretraining and finetuning % pretraining == 0:
+        return f"{pretraining} x {finetuning // pretraining}"
+    return f"{pretraining} ({finetuning} fine-tuning runs)"
 
 
 def _score(value) -> str:
