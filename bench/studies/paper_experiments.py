@@ -892,10 +892,16 @@ def pick_unit(ready: list[Unit], slot: int, jobs: int) -> Unit | None:
     if not ready:
         return None
     if jobs > 1:
-        wanted = [u for u in ready if u.key.startswith("pretrain.") == (slot == 0)]
+        wanted = [u for u in ready if _slot_kind(slot, u.key)]
         if wanted:
             return wanted[0]
     return ready[0]
+
+
+def _slot_kind(slot: int, key: str) -> bool:
+    """Whether unit `key` is of the kind slot `slot` takes first (with two
+    or more slots): pre-training in slot 0, fine-tuning in the others."""
+    return key.startswith("pretrain.") == (slot == 0)
 
 
 def slot_for(key: str, taken: set[int], jobs: int) -> int | None:
@@ -903,7 +909,7 @@ def slot_for(key: str, taken: set[int], jobs: int) -> int | None:
     pre-training in slot 0 when there are two or more."""
     free = [s for s in range(jobs) if s not in taken]
     if jobs > 1:
-        own = [s for s in free if (s == 0) == key.startswith("pretrain.")]
+        own = [s for s in free if _slot_kind(s, key)]
         free = own or free
     return free[0] if free else None
 
