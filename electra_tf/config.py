@@ -471,9 +471,10 @@ class FinetuningConfig(Config):
     early_stopping_patience: int = 0
     # Examples per update.
     batch_size: int = 32
-    # Batch training examples with others of similar length, so that most
-    # batches are far shorter than max_seq_length (every batch is cut to its
-    # longest example); every example is still trained every epoch. See
+    # Batch training examples with others of similar length in pieces, so
+    # that most batches are far shorter than max_seq_length (every batch is
+    # cut to its longest example); every example is still trained every
+    # epoch. See
     # `electra_tf.finetuning.length_grouping`.
     group_by_length: bool = True
     # Examples per batch when evaluating and predicting.

@@ -189,9 +189,10 @@ class Task:
         )
         return model
 
-    def dataset(self, batch_size, max_words, jit_compile):
-        """The training dataset as the task kind builds it (under XLA the
-        length groups' remainders pooled into full batches)."""
+    def dataset(self, batch_size, preprocessor, jit_compile):
+        """The training dataset as the task kind builds it, grouped by the
+        lengths `preprocessor` packs (under XLA the length groups'
+        remainders pooled into full batches)."""
         from electra_tf.finetuning import length_grouping
 
         if self.name == "tagging":
@@ -205,8 +206,7 @@ class Task:
             batch_size,
             shuffle=True,
             seed=1,
-            word_counts=train.word_counts(),
-            max_words=max_words,
+            lengths=preprocessor.sequence_lengths(elements[0]),
             pool_remainders=jit_compile,
         )
 
@@ -336,14 +336,14 @@ def measure_task(task, args, variants):
     from bench.suite.pretrain_throughput import tensorflow_peak
     from electra_tf.pretraining.flops import executed_encoder_training_flops
 
-    dataset = task.dataset(args.batch_size, args.max_seq_length, jit_compile=True)
     xla_model = task.model(True)
     graph_model = task.model(False)
+    dataset = task.dataset(args.batch_size, xla_model.preprocessor, jit_compile=True)
     result = {"examples": task.examples, "epoch": {}}
     xla_data = preprocessed(dataset, xla_model.preprocess_samples)
     result["pipeline_seconds_per_batch"] = pipeline_seconds(xla_data, 100)
     result["epoch"]["xla"] = epoch_shapes(xla_data)
-    graph_dataset = task.dataset(args.batch_size, args.max_seq_length, False)
+    graph_dataset = task.dataset(args.batch_size, graph_model.preprocessor, False)
     result["epoch"]["graph"] = epoch_shapes(
         preprocessed(graph_dataset, graph_model.preprocess_samples)
     )

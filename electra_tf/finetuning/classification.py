@@ -143,7 +143,8 @@ class ClassificationTask(FinetuningTask):
         train = self.data.train
         if self.glue_task.swap_pairs and self.config.swap_pairs:
             train = train.with_swapped_pairs()
-        return train.elements, train.word_counts()
+        x = train.elements[0]
+        return train.elements, model.preprocessor.sequence_lengths(x)
 
     def compile_arguments(self) -> dict:
         # Cross-entropy on logits, or squared error for STS-B and scores.

@@ -98,10 +98,6 @@ class GlueExamples:
         # would be read as (first sentence, label).
         return (x,) if self.labels is None else (x, self.labels)
 
-    def word_counts(self) -> np.ndarray:
-        """The words of each example, both segments (`group_by_length`)."""
-        return length_grouping.words_in_texts(*self.texts)
-
     def to_dataset(self, batch_size: int) -> tf.data.Dataset:
         """The `elements` in batches, in order, the last one smaller: for
         evaluation and prediction (training batches: `FinetuningTask.training_data`)."""

@@ -4,10 +4,18 @@ With `trim_padding` each batch costs what its longest sentence costs, so a
 shuffled epoch still pays for the long tail in nearly every batch. Grouping
 the shuffled examples by length first (fairseq's and Hugging Face's
 `group_by_length`) makes most batches short: examples fall into groups of
-similar word counts (`WORDS_PER_GROUP` wide), a group emits a batch whenever
-it is full, and each epoch's shuffle draws new batches.
+similar length, a group emits a batch whenever it is full, and each epoch's
+shuffle draws new batches.
 
-An example's group depends only on its word count, so the batches in an epoch
+The length is the example's as the model sees it: its real positions once
+tokenized and packed (the preprocessors' `sequence_lengths`, as Hugging
+Face's `LengthGroupedSampler` measures `input_ids`). A group is the lengths
+that `trim_padding` cuts to one length in graph mode (`GRAPH_MULTIPLE` wide),
+so a batch of one group carries at most `GRAPH_MULTIPLE` - 1 padded positions
+a row. (Grouping by words, as until 2026-11-26, left 32-41% of the
+positions padding on Brown POS and rt_polarity: pieces per word vary.)
+
+An example's group depends only on its length, so the batches in an epoch
 are counted before training (`batches_per_epoch`) and asserted as the
 dataset's cardinality: Keras and the learning-rate schedule know the steps.
 
@@ -33,10 +41,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
-# Word counts that separate the groups. Words, not pieces (tokenizing happens
-# later, in the model's preprocessor), and fine enough that a group's
-# sentences round to one or two of `trim_padding`'s lengths.
-WORDS_PER_GROUP = 8
+from electra_tf.models.dynamic_padding import GRAPH_MULTIPLE
 
 
 def batches(
@@ -44,8 +49,7 @@ def batches(
     batch_size: int,
     shuffle: bool = False,
     seed: int | None = None,
-    word_counts: np.ndarray | None = None,
-    max_words: int = 128,
+    lengths: np.ndarray | None = None,
     pool_remainders: bool = False,
 ) -> tf.data.Dataset:
     """`elements` (a structure of in-memory tensors, one example a row) as
@@ -56,17 +60,15 @@ def batches(
         batch_size: examples per batch.
         shuffle: shuffle all the examples with `seed`, anew every epoch.
         seed: the shuffle's seed.
-        word_counts: the examples' word counts (int [examples]): given, the
+        lengths: the examples' packed lengths (int [examples]): given, the
             examples are grouped by length (`groups`); else batched as they
             come, the last batch smaller.
-        max_words: the length beyond which sentences share one group (about
-            the packed sequence length: longer ones are truncated anyway).
         pool_remainders: the groups' remainders pooled into full batches (for
             XLA; see the module docstring).
     """
     dataset = tf.data.Dataset.from_tensor_slices(elements)
-    if word_counts is not None:
-        group = groups(word_counts, max_words)
+    if lengths is not None:
+        group = groups(lengths)
         dataset = tf.data.Dataset.zip(
             dataset, tf.data.Dataset.from_tensor_slices(group)
         )
@@ -74,7 +76,7 @@ def batches(
         dataset = dataset.shuffle(
             dataset.cardinality(), seed=seed, reshuffle_each_iteration=True
         )
-    if word_counts is None:
+    if lengths is None:
         return dataset.batch(batch_size).prefetch(tf.data.AUTOTUNE)
     dataset = dataset.group_by_window(
         key_func=_group_of,
@@ -91,16 +93,13 @@ def batches(
     return dataset.prefetch(tf.data.AUTOTUNE)
 
 
-def groups(word_counts, max_words: int) -> np.ndarray:
+def groups(lengths) -> np.ndarray:
     """Each example's length group (int64 [examples]): group i holds the
-    word counts from i * `WORDS_PER_GROUP` up to (i + 1) * `WORDS_PER_GROUP`,
-    exclusive; the last group, every count from the largest multiple of
-    `WORDS_PER_GROUP` below `max_words` (but at least `WORDS_PER_GROUP`) on."""
-    boundaries = list(range(WORDS_PER_GROUP, max(max_words, 1), WORDS_PER_GROUP))
-    boundaries = boundaries or [WORDS_PER_GROUP]
-    return np.searchsorted(boundaries, np.asarray(word_counts), side="right").astype(
-        np.int64
-    )
+    lengths i * `GRAPH_MULTIPLE` + 1 to (i + 1) * `GRAPH_MULTIPLE`, the
+    lengths graph mode's `trim_padding` cuts to (i + 1) * `GRAPH_MULTIPLE`
+    (an empty example joins group 0)."""
+    lengths = np.maximum(np.asarray(lengths, np.int64), 1)
+    return (lengths - 1) // GRAPH_MULTIPLE
 
 
 def batches_per_epoch(
@@ -113,13 +112,6 @@ def batches_per_epoch(
     if pool_remainders:
         return int(full.sum()) + math.ceil(int(remainders.sum()) / batch_size)
     return int(full.sum()) + int(np.count_nonzero(remainders))
-
-
-def words_in_texts(*segments) -> np.ndarray:
-    """The whitespace-separated words of each example's text segments
-    (int [examples]); `segments` are sequences of strings, one per example."""
-    words = [tf.strings.split(tf.constant(s, tf.string)) for s in segments]
-    return tf.add_n([w.row_lengths() for w in words]).numpy()
 
 
 def _group_of(element, group):

@@ -109,8 +109,8 @@ class TaggingTask(FinetuningTask):
         return build_token_classifier(self.data.tags, self.config, self.starting_point)
 
     def training_examples(self, model):
-        train = self.data.train
-        return train.elements(self.data.tag_ids), train.word_counts()
+        elements = self.data.train.elements(self.data.tag_ids)
+        return elements, model.preprocessor.sequence_lengths(elements[0])
 
     def evaluate(self, model, logs):
         """Tags the dev sentences; scores go into `logs` as `val_<metric>`."""

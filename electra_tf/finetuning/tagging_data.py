@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import FinetuningDataError
@@ -72,10 +71,6 @@ class TaggedSentences:
             return (words,)
         ids = [[tag_ids[tag] for tag in tags] for tags in self.tags]
         return words, tf.ragged.constant(ids, dtype=tf.int32)
-
-    def word_counts(self) -> np.ndarray:
-        """The words of each sentence (`group_by_length`)."""
-        return np.array([len(w) for w in self.words])
 
 
 def read_conll(path, labelled: bool = True) -> TaggedSentences:

@@ -117,26 +117,26 @@ class FinetuningTask:
 
     def training_examples(self, model: keras.Model) -> tuple[tuple, np.ndarray | None]:
         """The training examples as in-memory tensors, one a row (`(x, y)`
-        in the layout `model.fit` takes), and their word counts, which
+        in the layout `model.fit` takes), and their lengths as the model
+        packs them (`model.preprocessor.sequence_lengths`), which
         `group_by_length` groups them by (None: never grouped)."""
         raise NotImplementedError
 
     def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
         """Training batches for `model.fit`: the `training_examples` shuffled
         with `seed` anew every epoch and, with `group_by_length`, batched with
-        others of similar length up to `max_seq_length` words, the groups'
+        others of similar length, the groups'
         remainders pooled under XLA (`length_grouping.batches`). Their number
         in an epoch is the dataset's cardinality: Keras and the learning-rate
         schedule count the steps from it."""
-        elements, word_counts = self.training_examples(model)
+        elements, lengths = self.training_examples(model)
         config = self.config
         return length_grouping.batches(
             elements,
             config.batch_size,
             shuffle=True,
             seed=seed,
-            word_counts=word_counts if config.group_by_length else None,
-            max_words=config.max_seq_length,
+            lengths=lengths if config.group_by_length else None,
             pool_remainders=config.jit_compile,
         )
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import keras
 import keras_hub
+import numpy as np
+import tensorflow as tf
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
@@ -64,3 +66,17 @@ class ElectraTextClassifierPreprocessor(keras_hub.models.TextClassifierPreproces
             truncate=truncate,
             **kwargs,
         )
+
+    def sequence_lengths(self, x, batch_size: int = 1024) -> np.ndarray:
+        """Each example's real positions once packed (int [examples]): its
+        pieces after truncation, with `[CLS]` and the `[SEP]`s. `x` is the
+        texts as `call` takes them (a string array, or a tuple of two);
+        fine-tuning groups training batches by it (`length_grouping`)."""
+        # `(x,)`: map would take a pair's two segments as two arguments.
+        batches = tf.data.Dataset.from_tensor_slices((x,)).batch(batch_size)
+        real = batches.map(
+            lambda batch: tf.reduce_sum(
+                tf.cast(self(x=batch)["padding_mask"], tf.int32), axis=1
+            )
+        )
+        return np.concatenate([[]] + [r.numpy() for r in real]).astype(np.int64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import keras
 import keras_hub
+import numpy as np
 import tensorflow as tf
 
 # A word is a run of characters that are not whitespace, control characters,
@@ -118,6 +119,21 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
             return inputs
         labels, weights = self.window_labels(windows, y)
         return inputs, labels, weights
+
+    def sequence_lengths(self, words, batch_size: int = 1024) -> np.ndarray:
+        """Each sentence's real positions once in windows (int [sentences]):
+        its pieces with `[CLS]` and `[SEP]`, or its longest window's when it
+        takes more than one (0 for a sentence of no words). `words` is
+        tf.string [sentences, (words)]; fine-tuning groups training batches
+        by it (`length_grouping`)."""
+        words = _as_ragged_strings(words)
+        lengths = []
+        for batch in tf.data.Dataset.from_tensor_slices(words).batch(batch_size):
+            windows = self._windows_of_words(batch)
+            real = tf.reduce_sum(tf.cast(windows["padding_mask"], tf.int32), axis=1)
+            per_word = tf.gather(real, windows["word_window"])
+            lengths.append(tf.reduce_max(per_word, axis=1).numpy())
+        return np.maximum(np.concatenate([[]] + lengths), 0).astype(np.int64)
 
     # === Words ===
 
