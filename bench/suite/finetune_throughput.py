@@ -34,7 +34,10 @@ longest, `electra_tf.finetuning.length_grouping`; the groups' remainders
 pooled as under XLA, in graph mode too), the peer with
 transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
 uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
-work then varies with the batch, so MFU is not reported.
+work then varies with the batch, so MFU is not reported. Each side also
+counts the positions (real and padding) its steps compute over one epoch's
+batches (ours after `fit`'s trimming), so a ratio of speed splits into the
+work a step does and the speed it does it at (`positions_per_second`).
 
 To compare per core, every worker runs on one thread (TensorFlow's intra-
 and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
@@ -180,7 +183,7 @@ def padding_of(task: str, args) -> str:
     return "max_length" if task == "qa" else args.padding
 
 
-def _training_batches(args, elements, word_counts):
+def _training_batches(args, elements, lengths):
     """Shuffled batches of `elements`, grouped by length unless padding to
     max_length: the groups' remainders pooled (fine-tuning's way under XLA)
     in graph mode too: full batches but one an epoch (the peer's are all
@@ -190,8 +193,7 @@ def _training_batches(args, elements, word_counts):
     grouping = {}
     if args.padding != "max_length":
         grouping = {
-            "word_counts": word_counts,
-            "max_words": args.max_seq_length,
+            "lengths": lengths,
             "pool_remainders": True,
         }
     return length_grouping.batches(
@@ -286,9 +288,8 @@ class OurTrainer:
                 model = build_classifier(
                     glue_task, config, StartingPoint(None, model_config, vocabulary)
                 )
-                dataset = _training_batches(
-                    args, examples.elements, examples.word_counts()
-                )
+                lengths = model.preprocessor.sequence_lengths(examples.elements[0])
+                dataset = _training_batches(args, examples.elements, lengths)
             else:
                 from electra_tf.finetuning.tagging import (
                     build_token_classifier,
@@ -302,9 +303,9 @@ class OurTrainer:
                 model = build_token_classifier(
                     data.tags, config, StartingPoint(None, model_config, vocabulary)
                 )
-                dataset = _training_batches(
-                    args, data.train.elements(data.tag_ids), data.train.word_counts()
-                )
+                elements = data.train.elements(data.tag_ids)
+                lengths = model.preprocessor.sequence_lengths(elements[0])
+                dataset = _training_batches(args, elements, lengths)
         if args.padding == "max_length" and task != "qa":
             # keras-hub's own: the preprocessor's packed length, untrimmed.
             model.preprocess_samples = functools.partial(
@@ -315,7 +316,22 @@ class OurTrainer:
             jit_compile=jit_compile,
         )
         self.model = model
+        self.epoch = dataset
         self.dataset = dataset.repeat()
+
+    def positions(self) -> dict:
+        """The positions an epoch's steps compute, as `fit` trims them."""
+        import keras
+        import tensorflow as tf
+
+        def count(*batch):
+            x, _, _ = keras.utils.unpack_x_y_sample_weight(
+                self.model.preprocess_samples(*batch)
+            )
+            mask = x["padding_mask"]
+            return tf.size(mask), tf.reduce_sum(tf.cast(mask, tf.int32))
+
+        return position_means(self.epoch.map(count).as_numpy_iterator())
 
     def serve(self, commands, reply) -> None:
         import keras
@@ -518,6 +534,16 @@ class PeerTrainer:
                     previous = word
         return {**encoded, "labels": labels}
 
+    def positions(self) -> dict:
+        """The positions an epoch's steps compute, as `_batch` pads them."""
+        position, self.position = self.position, 0
+        counts = []
+        for _ in range(-(-self.count // self.batch_size)):
+            mask = self._batch()["attention_mask"]
+            counts.append((mask.numel(), int(mask.sum())))
+        self.position = position
+        return position_means(counts)
+
     def _step(self):
         import torch
 
@@ -534,6 +560,19 @@ class PeerTrainer:
             for _ in range(self.steps[command]):
                 self._step()
             reply(_since(start))
+
+
+def position_means(counts) -> dict:
+    """Means over batches of (positions, real tokens) pairs."""
+    counts = list(counts)
+    positions = sum(int(p) for p, _ in counts) / len(counts)
+    real = sum(int(r) for _, r in counts) / len(counts)
+    return {
+        "positions_per_step": positions,
+        "real_tokens_per_step": real,
+        "padding_fraction": 1 - real / positions,
+        "batches_counted": len(counts),
+    }
 
 
 def make_trainer(implementation: str, task: str, args):
@@ -565,7 +604,8 @@ def _reply(message: dict) -> None:
 
 
 def worker(args) -> None:
-    """Answers `peak`, `warmup` and `steps` lines until `stop` or end of input."""
+    """Answers `peak`, `positions`, `warmup` and `steps` lines until `stop`
+    or end of input."""
     from bench.suite.pretrain_throughput import tensorflow_peak, torch_peak
 
     if args.core is not None and args.core >= 0:
@@ -581,6 +621,8 @@ def worker(args) -> None:
                 return
             if command == "peak":
                 _reply(peak())
+            elif command == "positions":
+                _reply(trainer.positions())
             else:
                 yield command
 
@@ -626,9 +668,10 @@ def measure_task(task: str, names, args) -> dict:
     """Warm-up, then rounds in turn: per implementation its per-step times."""
     workers = {name: Worker(name, task, args) for name in names}
     timings = {name: {"wall": [], "cpu": []} for name in names}
-    peaks, warmup = [], {}
+    peaks, warmup, positions = [], {}, {}
     try:
         for name, worker in workers.items():
+            positions[name] = worker.ask("positions")
             warmup[name] = worker.ask("warmup")["wall"]
             print(f"{task}: {name} warm-up {warmup[name]:.0f} s", flush=True)
         for round_index in range(args.rounds):
@@ -647,7 +690,12 @@ def measure_task(task: str, names, args) -> dict:
     finally:
         for worker in workers.values():
             worker.stop()
-    return {"timings": timings, "peaks": peaks, "warmup_seconds": warmup}
+    return {
+        "timings": timings,
+        "peaks": peaks,
+        "warmup_seconds": warmup,
+        "positions": positions,
+    }
 
 
 def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> dict:
@@ -672,7 +720,11 @@ def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> 
             ),
             "warmup_seconds": measured["warmup_seconds"][name],
             "round_seconds_per_step": wall,
+            **measured["positions"][name],
         }
+        rows[name]["positions_per_second"] = rows[name][
+            "positions_per_step"
+        ] / statistics.median(wall)
     peer = rows.get(PEER, {}).get("examples_per_second")
     for row in rows.values():
         row["vs_transformers"] = row["examples_per_second"] / peer if peer else None
@@ -744,7 +796,7 @@ def main(argv=None) -> int:
     )
     print(
         f"{'task':<15} {'implementation':<13} {'s/step':>7} {'ex/s':>6} "
-        f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8}"
+        f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8} {'pos/step':>8} {'padding':>7}"
     )
     for task, result in report["tasks"].items():
         for name, row in result.get("results", {}).items():
@@ -758,6 +810,7 @@ def main(argv=None) -> int:
                     if row["mfu"]
                     else f" {'-':>6} {'-':>8}"
                 )
+                + f" {row['positions_per_step']:8.0f} {row['padding_fraction']:7.1%}"
             )
     try:  # imported for their versions in the report
         import torch  # noqa: F401

@@ -420,6 +420,24 @@ def test_finetune_throughput_with_batches_grouped_by_length():
     _serve_one_step("transformers", "tagging", "--padding", "longest")
 
 
+def test_finetune_throughput_counts_the_same_real_tokens_on_both_sides():
+    # The same sentences in batches of the same size: the same real tokens a
+    # step on average (one WordPiece vocabulary), whatever each side pads.
+    pytest.importorskip("transformers")
+    from bench.suite import finetune_throughput as bench
+
+    counted = {}
+    for name in ("ours_graph", "transformers"):
+        args = _finetune_args("--padding", "longest")
+        counted[name] = bench.make_trainer(name, "tagging", args).positions()
+    ours, peer = counted["ours_graph"], counted["transformers"]
+    assert ours["real_tokens_per_step"] == pytest.approx(
+        peer["real_tokens_per_step"], rel=0.02
+    )
+    for side in (ours, peer):
+        assert side["positions_per_step"] >= side["real_tokens_per_step"] > 0
+
+
 def test_finetune_throughput_peer_labels_qa_windows_at_the_answer():
     # Each window's labels point at the answer's tokens, or both at [CLS].
     pytest.importorskip("transformers")
