@@ -34,10 +34,15 @@ longest, `electra_tf.finetuning.length_grouping`; the groups' remainders
 pooled as under XLA, in graph mode too), the peer with
 transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
 uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
-work then varies with the batch, so MFU is not reported. Each side also
-counts the positions (real and padding) its steps compute over one epoch's
-batches (ours after `fit`'s trimming), so a ratio of speed splits into the
-work a step does and the speed it does it at (`positions_per_second`).
+work then varies with the batch, so MFU is not reported, and the few
+batches a round times may be longer or shorter than an epoch's (the peer's
+sampler sorts each run of 50 batches longest first). So each side counts
+the positions (real and padding) of the very batches it times (ours draws
+the batches `fit` takes beforehand), giving `positions_per_second`, and of one whole
+epoch's batches (ours as `fit` trims them): the headline `epoch_examples_per_second`
+is an epoch's examples at the timed positions per second, and its ratio
+`epoch_vs_transformers` splits into the work a step does and the speed it
+does it at.
 
 To compare per core, every worker runs on one thread (TensorFlow's intra-
 and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
@@ -317,27 +322,40 @@ class OurTrainer:
         )
         self.model = model
         self.epoch = dataset
-        self.dataset = dataset.repeat()
+        # The batches `fit` will take, drawn once so that the positions of
+        # the timed ones are known (a second iterator over the dataset would
+        # shuffle differently); still tokenised and trimmed inside `fit`.
+        import tensorflow as tf
 
-    def positions(self) -> dict:
-        """The positions an epoch's steps compute, as `fit` trims them."""
+        drawn = iter(dataset.repeat())
+        self.batches = [next(drawn) for _ in range(total_steps)]
+        self.counts = [tuple(map(int, self._count(*b))) for b in self.batches]
+        self.dataset = tf.data.Dataset.from_generator(
+            lambda: iter(self.batches), output_signature=dataset.element_spec
+        )
+
+    def _count(self, *batch):
+        """A batch's (positions, real tokens) as `fit` trims it."""
         import keras
         import tensorflow as tf
 
-        def count(*batch):
-            x, _, _ = keras.utils.unpack_x_y_sample_weight(
-                self.model.preprocess_samples(*batch)
-            )
-            mask = x["padding_mask"]
-            return tf.size(mask), tf.reduce_sum(tf.cast(mask, tf.int32))
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(
+            self.model.preprocess_samples(*batch)
+        )
+        mask = x["padding_mask"]
+        return tf.size(mask), tf.reduce_sum(tf.cast(mask, tf.int32))
 
-        return position_means(self.epoch.map(count).as_numpy_iterator())
+    def positions(self) -> dict:
+        """The positions an epoch's steps compute, as `fit` trims them."""
+        return position_means(self.epoch.map(self._count).as_numpy_iterator())
+
 
     def serve(self, commands, reply) -> None:
         import keras
 
         commands = iter(commands)
         steps = self.steps
+        counts = iter(self.counts)
 
         class Turns(keras.callbacks.Callback):
             def next_turn(self) -> bool:
@@ -345,13 +363,16 @@ class OurTrainer:
                 if command is None:
                     self.model.stop_training = True
                     return False
-                self.left, self.start = steps[command], _clock()
+                self.taken, self.start = steps[command], _clock()
+                self.left = self.taken
                 return True
 
             def on_train_batch_end(self, batch, logs=None):
                 self.left -= 1
                 if self.left == 0:
-                    reply(_since(self.start))
+                    timing = _since(self.start)
+                    taken = [next(counts) for _ in range(self.taken)]
+                    reply({**timing, **position_sums(taken)})
                     self.next_turn()
 
         turns = Turns()
@@ -544,22 +565,33 @@ class PeerTrainer:
         self.position = position
         return position_means(counts)
 
-    def _step(self):
+    def _step(self) -> tuple[int, int]:
         import torch
 
-        loss = self.model(**self._batch()).loss
+        batch = self._batch()
+        mask = batch["attention_mask"]
+        loss = self.model(**batch).loss
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
         self.schedule.step()
+        return mask.numel(), int(mask.sum())
 
     def serve(self, commands, reply) -> None:
         for command in commands:
             start = _clock()
-            for _ in range(self.steps[command]):
-                self._step()
-            reply(_since(start))
+            taken = [self._step() for _ in range(self.steps[command])]
+            reply({**_since(start), **position_sums(taken)})
+
+
+def position_sums(counts) -> dict:
+    """Totals of (positions, real tokens) pairs."""
+    counts = list(counts)
+    return {
+        "positions": sum(int(p) for p, _ in counts),
+        "real": sum(int(r) for _, r in counts),
+    }
 
 
 def position_means(counts) -> dict:
@@ -667,7 +699,7 @@ class Worker:
 def measure_task(task: str, names, args) -> dict:
     """Warm-up, then rounds in turn: per implementation its per-step times."""
     workers = {name: Worker(name, task, args) for name in names}
-    timings = {name: {"wall": [], "cpu": []} for name in names}
+    timings = {name: {"wall": [], "cpu": [], "positions": []} for name in names}
     peaks, warmup, positions = [], {}, {}
     try:
         for name, worker in workers.items():
@@ -679,7 +711,7 @@ def measure_task(task: str, names, args) -> dict:
             peaks.append({key: max(m[key] for m in measured) for key in measured[0]})
             for name, worker in workers.items():
                 timing = worker.ask("steps")
-                for key in ("wall", "cpu"):
+                for key in ("wall", "cpu", "positions"):
                     timings[name][key].append(timing[key] / args.steps)
             print(
                 f"{task} round {round_index}: peak {peaks[-1]['gflops']:.1f} GFLOP/s; "
@@ -700,7 +732,9 @@ def measure_task(task: str, names, args) -> dict:
 
 def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> dict:
     """Per implementation: medians of s/step, examples/s, MFU (None without
-    `flops_per_step`: batches of varying length); ratio vs peer."""
+    `flops_per_step`: batches of varying length), positions per second of the
+    timed steps, and the examples/s of a whole epoch at that speed (the
+    epoch's positions per example); ratios vs peer."""
     peaks = measured["peaks"]
     rows = {}
     for name, timing in measured["timings"].items():
@@ -720,14 +754,23 @@ def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> 
             ),
             "warmup_seconds": measured["warmup_seconds"][name],
             "round_seconds_per_step": wall,
-            **measured["positions"][name],
+            "round_positions_per_step": timing["positions"],
+            # The timed steps' positions a second: the step's speed, apart
+            # from how long the timed batches happened to be.
+            "positions_per_second": statistics.median(
+                p / s for p, s in zip(timing["positions"], wall)
+            ),
+            "epoch": measured["positions"][name],
         }
-        rows[name]["positions_per_second"] = rows[name][
-            "positions_per_step"
-        ] / statistics.median(wall)
-    peer = rows.get(PEER, {}).get("examples_per_second")
+        row = rows[name]
+        row["epoch_examples_per_second"] = row["positions_per_second"] / (
+            row["epoch"]["positions_per_step"] / batch_size
+        )
+    peer = rows.get(PEER)
     for row in rows.values():
-        row["vs_transformers"] = row["examples_per_second"] / peer if peer else None
+        for key in ("examples_per_second", "epoch_examples_per_second"):
+            ratio = key.replace("examples_per_second", "vs_transformers")
+            row[ratio] = row[key] / peer[key] if peer else None
     return rows
 
 
@@ -796,21 +839,27 @@ def main(argv=None) -> int:
     )
     print(
         f"{'task':<15} {'implementation':<13} {'s/step':>7} {'ex/s':>6} "
-        f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8} {'pos/step':>8} {'padding':>7}"
+        f"{'vs HF':>6} {'MFU':>6} {'MFU CPU':>8} {'pos/s':>6} {'padding':>7} "
+        f"{'epoch ex/s':>10} {'vs HF':>6}"
     )
+
+    def times(ratio):
+        return f"{ratio:5.2f}x" if ratio else f"{'-':>6}"
+
     for task, result in report["tasks"].items():
         for name, row in result.get("results", {}).items():
-            ratio = row["vs_transformers"]
             print(
                 f"{task:<15} {name:<13} {row['seconds_per_step']:7.2f} "
-                f"{row['examples_per_second']:6.2f} "
-                + (f"{ratio:5.2f}x" if ratio else f"{'-':>6}")
+                f"{row['examples_per_second']:6.2f} {times(row['vs_transformers'])}"
                 + (
                     f" {row['mfu']:6.1%} {row['mfu_per_cpu_second']:8.1%}"
                     if row["mfu"]
                     else f" {'-':>6} {'-':>8}"
                 )
-                + f" {row['positions_per_step']:8.0f} {row['padding_fraction']:7.1%}"
+                + f" {row['positions_per_second']:6.0f}"
+                f" {row['epoch']['padding_fraction']:7.1%}"
+                f" {row['epoch_examples_per_second']:10.2f}"
+                f" {times(row['epoch_vs_transformers'])}"
             )
     try:  # imported for their versions in the report
         import torch  # noqa: F401

@@ -517,7 +517,10 @@ def main(argv=None):
             "round_seconds_per_step": per_step,
         }
 
-    reference = rows.get("transformers", {}).get("tokens_per_second")
+    # The ratio's peer: the default-threads one, else the one-thread one (a
+    # per-core comparison, the whole run pinned to one core).
+    peer = rows.get("transformers") or rows.get("transformers_1_thread") or {}
+    reference = peer.get("tokens_per_second")
     burst = [peak["gflops"] for peak in peaks]
     per_cpu = [peak["gflops_per_cpu_second"] for peak in peaks]
     print(

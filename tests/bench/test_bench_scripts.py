@@ -400,6 +400,9 @@ def _serve_one_step(implementation, task, *extra):
     trainer.serve(["warmup", "steps"], replies.append)
     assert len(replies) == 2, (implementation, task)
     assert all(r["wall"] > 0 and r["cpu"] > 0 for r in replies)
+    # The positions of the batches timed.
+    assert all(r["positions"] >= r["real"] > 0 for r in replies)
+    return trainer
 
 
 @pytest.mark.parametrize("task", ["classification", "tagging", "qa"])
