@@ -34,17 +34,14 @@ from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.settings import (
-    OWN_FILE_FLAGS,
+    CLASSIFICATION_FLAGS,
     FinetuningFlags,
     refuse_flags,
-    refuse_train_examples,
 )
 from electra_tf.finetuning.squad_data import (
-    SquadDataError,
     SquadExample,
     golds,
     load_squad_split,
-    version_suffix,
     write_null_odds_json,
     write_predictions_json,
 )
@@ -122,10 +119,9 @@ class QuestionAnsweringTask(FinetuningTask):
     @classmethod
     def load_data(cls, flags: FinetuningFlags) -> tuple[SquadData, dict]:
         """`--data-dir` (the official JSON files) or `--tfds`."""
-        refuse_train_examples(flags)
         refuse_flags(
             flags,
-            ("train_file", "dev_file", "test_file", *OWN_FILE_FLAGS),
+            (*CLASSIFICATION_FLAGS, "train_file", "dev_file", "test_file"),
             f"--task {flags.task}, which reads --data-dir or --tfds",
         )
         version = SQUAD_TASKS[flags.task.lower()]
@@ -199,12 +195,6 @@ def load_squad_data(
 ) -> SquadData:
     """`<data_dir>/train-v1.1.json` and `dev-v1.1.json` (or v2.0), or
     tensorflow-datasets' `squad/v1.1` (`v2.0`) with `use_tfds`."""
-    suffix = version_suffix(version)
-    if not data_dir and not use_tfds:
-        raise SquadDataError(
-            f"squad{version} needs --data-dir (holding train-{suffix}.json and "
-            "dev-...) or --tfds"
-        )
     return SquadData(
         version,
         train=load_squad_split(version, "train", data_dir, use_tfds=use_tfds),

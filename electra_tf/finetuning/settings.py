@@ -75,15 +75,11 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def refuse_train_examples(flags: FinetuningFlags) -> None:
-    """`ConfigError` if `--train-examples` was given to a task that cannot draw
-    them (tagging, SQuAD): the draw is of whole classification examples."""
-    if flags.train_examples is not None:
-        raise ConfigError("--train-examples is for classification and regression tasks")
-
-
 # The flags that only your own classification files read.
 OWN_FILE_FLAGS = ("text_columns", "label_column", "label_type")
+# The flags only classification reads: the other kinds refuse them. (The
+# draw of `--train-examples` is of whole classification examples.)
+CLASSIFICATION_FLAGS = ("train_examples", *OWN_FILE_FLAGS)
 
 
 def refuse_flags(flags: FinetuningFlags, names, why: str) -> None:

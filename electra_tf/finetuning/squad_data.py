@@ -338,7 +338,10 @@ def load_squad_split(
     if use_tfds:
         return load_tfds_squad(version, split, data_dir)
     if not data_dir:
-        raise SquadDataError("a SQuAD data directory is needed (or tfds)")
+        raise SquadDataError(
+            f"squad{version} needs --data-dir (holding {split}-"
+            f"{version_suffix(version)}.json) or --tfds"
+        )
     return read_squad_json(squad_split_path(data_dir, version, split), version)
 
 

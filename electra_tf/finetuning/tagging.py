@@ -16,16 +16,14 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
-import tensorflow as tf
-
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.token_classifier import export_token_classifier
+from electra_tf.finetuning.files import write_text
 from electra_tf.finetuning.settings import (
+    CLASSIFICATION_FLAGS,
     DEMO_TAGGING,
-    OWN_FILE_FLAGS,
     FinetuningFlags,
     refuse_flags,
-    refuse_train_examples,
     refuse_unpaired_files,
 )
 from electra_tf.finetuning.starting_point import StartingPoint
@@ -80,10 +78,9 @@ class TaggingTask(FinetuningTask):
             )
         if flags.tfds and (flags.train_file or flags.test_file):
             raise ConfigError("--task tagging: --tfds or your own files, choose one")
-        refuse_train_examples(flags)
         refuse_flags(
             flags,
-            OWN_FILE_FLAGS,
+            CLASSIFICATION_FLAGS,
             "--task tagging (CoNLL files: the word first, its tag last)",
         )
         if flags.tfds:
@@ -118,14 +115,17 @@ class TaggingTask(FinetuningTask):
         logs.update({f"val_{key}": value for key, value in scores.items()})
         return {"dev": scores}, score
 
+    def tag(self, model, sentences: TaggedSentences) -> list[list[str]]:
+        return model.predict_tags(
+            [list(w) for w in sentences.words], batch_size=self.config.eval_batch_size
+        )
+
     def score(self, model, sentences: TaggedSentences) -> tuple[dict, float]:
         """Tags labelled `sentences` (dev, or a test split after training):
         their metrics and the score (`score_definition`'s: span F1 for BIO
         tags, else token accuracy). Their tags must be the training file's
         (`check_tags`)."""
-        predicted = model.predict_tags(
-            [list(w) for w in sentences.words], batch_size=self.config.eval_batch_size
-        )
+        predicted = self.tag(model, sentences)
         scores = tagging_scores(sentences.tags, predicted, self.data.span_tags)
         return scores, scores["f1" if self.data.span_tags else "accuracy"]
 
@@ -133,10 +133,8 @@ class TaggingTask(FinetuningTask):
         outputs = {}
         test = self.data.test
         if test is not None:
-            predicted = model.predict_tags(
-                [list(w) for w in test.words], batch_size=self.config.eval_batch_size
-            )
             path = os.path.join(output_dir, "predictions", "test.conll")
+            predicted = self.tag(model, test)
             outputs["predictions"] = write_conll_predictions(test, predicted, path)
         outputs["saved_model"] = export_token_classifier(
             model, os.path.join(output_dir, "saved_model")
@@ -158,15 +156,13 @@ def load_tagging_data(
     return TaggingData(tags=tags, train=train, dev=dev, test=test)
 
 
-def load_tfds_tagging_data(
-    name: str = TFDS_TAGGING, data_dir: str | None = None
-) -> TaggingData:
-    """The train, dev and test splits of a tfds tagging set (`load_tfds_tagging`;
-    default CoNLL-2003 NER), its tags the dataset's tag names in id order. The
+def load_tfds_tagging_data() -> TaggingData:
+    """The train, dev and test splits of CoNLL-2003 NER in tfds
+    (`load_tfds_tagging`), its tags the dataset's tag names in id order. The
     test split is read unlabelled: its tags are predicted, as a test file's."""
-    train, tags = load_tfds_tagging("train", name, data_dir=data_dir)
-    dev, _ = load_tfds_tagging("dev", name, data_dir=data_dir)
-    test, _ = load_tfds_tagging("test", name, data_dir=data_dir)
+    train, tags = load_tfds_tagging("train")
+    dev, _ = load_tfds_tagging("dev")
+    test, _ = load_tfds_tagging("test")
     check_tags(dev, tags, train.source)
     return TaggingData(
         tags=tags, train=train, dev=dev, test=dataclasses.replace(test, tags=None)
@@ -190,10 +186,7 @@ def write_conll_predictions(
     sentences: TaggedSentences, predicted: list[list[str]], path: str
 ) -> str:
     """`word<TAB>tag` lines, a blank line after each sentence."""
-    tf.io.gfile.makedirs(os.path.dirname(path))
     lines = []
     for words, tags in zip(sentences.words, predicted):
         lines += [f"{w}\t{t}" for w, t in zip(words, tags)] + [""]
-    with tf.io.gfile.GFile(path, "w") as f:
-        f.write("\n".join(lines))
-    return path
+    return write_text(path, "\n".join(lines))

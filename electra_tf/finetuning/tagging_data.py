@@ -96,10 +96,7 @@ def read_conll(path, labelled: bool = True) -> TaggedSentences:
 
     for number, line in enumerate(text.splitlines(), 1):
         fields = line.split("\t") if "\t" in line else line.split()
-        if not fields or not line.strip():
-            close()
-            continue
-        if fields[0] == DOCUMENT_START:
+        if not line.strip() or fields[0] == DOCUMENT_START:
             close()
             continue
         if columns is None:
@@ -153,30 +150,28 @@ def load_tfds_tagging(
     split: str,
     name: str = TFDS_TAGGING,
     tags_feature: str = TFDS_TAGS_FEATURE,
-    words_feature: str = TFDS_WORDS_FEATURE,
-    data_dir: str | None = None,
 ) -> tuple[TaggedSentences, tuple[str, ...]]:
     """`split` of the tfds tagging set `name`, and its tag names in id order.
 
-    tfds downloads and prepares it on first use (into `data_dir`, or its
-    default `~/tensorflow_datasets`). Sentences that are only a `-DOCSTART-`
-    line are skipped, as in CoNLL files.
+    tfds downloads and prepares it on first use (into its default
+    `~/tensorflow_datasets`). Sentences that are only a `-DOCSTART-` line are
+    skipped, as in CoNLL files.
 
     Raises:
         TaggingDataError: the dataset cannot be loaded, lacks the features, a
             sentence has not one tag per word, or the split has no sentences.
     """
     source = f"tfds {name}:{split}"
-    records, info = load_tfds(name, split, data_dir, TaggingDataError)
-    if words_feature not in info.features or tags_feature not in info.features:
+    records, info = load_tfds(name, split, None, TaggingDataError)
+    if TFDS_WORDS_FEATURE not in info.features or tags_feature not in info.features:
         raise TaggingDataError(
-            f"{source} has no features {words_feature!r} and {tags_feature!r} "
+            f"{source} has no features {TFDS_WORDS_FEATURE!r} and {tags_feature!r} "
             f"(it has {', '.join(sorted(info.features))})"
         )
     tag_names = tuple(info.features[tags_feature].feature.names)
     words, tags = [], []
     for example in records:
-        sentence = tuple(word.decode("utf-8") for word in example[words_feature])
+        sentence = tuple(word.decode("utf-8") for word in example[TFDS_WORDS_FEATURE])
         if not sentence or sentence == (DOCUMENT_START,):
             continue
         ids = example[tags_feature]
