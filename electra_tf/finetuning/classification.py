@@ -9,9 +9,10 @@ is evaluated after each epoch; the first selects the epoch by the task's score,
 the mean of its metrics (as the GLUE leaderboard). The best seed writes:
 
 * `submission/<Task>.tsv`: GLUE-server predictions of the test splits (MNLI:
-  `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set); for your
-  own `--test-file`, `predictions/test.<csv|tsv|jsonl>` instead: its rows
-  with their predictions (`predict_test_splits`);
+  `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set), as
+  `index<TAB>prediction`, all the server takes; your own `--test-file` has no
+  server and is read by you: `predictions/test.<csv|tsv|jsonl>` instead, its
+  rows (every column) with their predictions (`custom_data.write_test_predictions`);
 * `saved_model/`: the classifier as a raw-text SavedModel
   (`electra_tf.export.classifier`) and `classifier.keras`.
 """
@@ -164,14 +165,24 @@ class ClassificationTask(FinetuningTask):
         return dev, task_score(self.glue_task, dev[next(iter(dev))])
 
     def write_outputs(self, model, output_dir):
-        written = predict_test_splits(
-            model, self.data.test, output_dir, self.config.eval_batch_size
-        )
+        """Every test split's predictions (see the module docstring), and the
+        SavedModel."""
         outputs = {}
-        if is_glue_task(self.glue_task):
-            outputs["submissions"] = written
-        elif written:  # your own --test-file
-            (outputs["predictions"],) = written
+        glue = is_glue_task(self.glue_task)
+        if glue:
+            outputs["submissions"] = []
+        for (_, split), examples in self.data.test.items():
+            dataset = examples.to_dataset(self.config.eval_batch_size)
+            predicted = model.predict(dataset, verbose=0)
+            if glue:
+                folder = os.path.join(output_dir, "submission")
+                path = write_submission(examples.task, split, predicted, folder)
+                outputs["submissions"].append(path)
+            else:  # your own --test-file
+                folder = os.path.join(output_dir, "predictions")
+                predictions = predictions_to_glue(examples.task, predicted)
+                path = write_test_predictions(examples, predictions, folder)
+                outputs["predictions"] = path
         outputs["saved_model"] = export_text_classifier(
             model,
             os.path.join(output_dir, "saved_model"),
@@ -238,30 +249,3 @@ def draw(train: GlueExamples, count: int, seed: int) -> GlueExamples:
             f"examples of {train.source or train.task.name}, got {count}"
         )
     return train.sample(count, seed)
-
-
-def predict_test_splits(
-    classifier: ElectraTextClassifier,
-    test: dict[tuple[str, str], GlueExamples],
-    output_dir: str,
-    batch_size: int = 128,
-) -> list[str]:
-    """Predicts every test split; returns the paths written.
-
-    A GLUE task's go to `output_dir/submission/` in the GLUE server's format,
-    `index<TAB>prediction`, which is all the server takes. Your own test
-    file has no server to go to and is read by you: it goes to
-    `output_dir/predictions/`, its rows (texts and every other column) with
-    a `prediction` column added (`custom_data.write_test_predictions`).
-    """
-    paths = []
-    for (_, split), examples in test.items():
-        outputs = classifier.predict(examples.to_dataset(batch_size), verbose=0)
-        if is_glue_task(examples.task):
-            folder = os.path.join(output_dir, "submission")
-            paths.append(write_submission(examples.task, split, outputs, folder))
-        else:
-            folder = os.path.join(output_dir, "predictions")
-            predictions = predictions_to_glue(examples.task, outputs)
-            paths.append(write_test_predictions(examples, predictions, folder))
-    return paths
