@@ -226,30 +226,6 @@ def _feature_names(columns: Sequence[str]) -> tuple[str, ...]:
     return tuple(names)
 
 
-def custom_task(
-    text_columns: Sequence[str],
-    label_column: str,
-    labels: Sequence[str] = (),
-    name: str = "custom",
-) -> GlueTask:
-    """A `GlueTask` for the user's columns; `labels=()` makes it a regression."""
-    if not 1 <= len(text_columns) <= 2:
-        raise DataFileError(
-            f"one or two text columns (a text or a pair), got {list(text_columns)}"
-        )
-    metrics = ("accuracy", "f1", "mcc") if len(labels) == 2 else ("accuracy", "mcc")
-    return GlueTask(
-        name=name,
-        directory="",
-        text_columns=tuple(text_columns),
-        text_features=_feature_names(text_columns),
-        label_column=label_column,
-        labels=tuple(labels),
-        label_names=tuple(labels),
-        metrics=metrics if labels else ("pearson", "spearman"),
-    )
-
-
 def load_custom_data(
     train_file: str,
     dev_file: str,
@@ -257,7 +233,6 @@ def load_custom_data(
     text_columns: Sequence[str] = ("text",),
     label_column: str = "label",
     label_type: str = "auto",
-    name: str = "custom",
 ) -> tuple[GlueTask, TaskData]:
     """Reads the user's splits; returns their task and data.
 
@@ -270,6 +245,10 @@ def load_custom_data(
     if label_type not in LABEL_TYPES:
         raise DataFileError(
             f"label type {label_type!r}: choose one of {', '.join(LABEL_TYPES)}"
+        )
+    if not 1 <= len(text_columns) <= 2:
+        raise DataFileError(
+            f"one or two text columns (a text or a pair), got {list(text_columns)}"
         )
     train_texts, train_labels, train_lines = read_labelled_file(
         train_file, text_columns, label_column
@@ -317,7 +296,16 @@ def load_custom_data(
                 f"{train_file}: every label is {classes[0]!r}; classification "
                 "needs at least two classes"
             )
-    task = custom_task(text_columns, label_column, classes, name=name)
+    metrics = ("accuracy", "f1", "mcc") if len(classes) == 2 else ("accuracy", "mcc")
+    task = GlueTask(
+        name="custom",
+        directory="",
+        text_columns=tuple(text_columns),
+        text_features=_feature_names(text_columns),
+        label_column=label_column,
+        labels=classes,
+        metrics=metrics if classes else ("pearson", "spearman"),
+    )
 
     def examples(split, path, texts, labels, lines):
         labels = label_array(path, labels, lines, classes)

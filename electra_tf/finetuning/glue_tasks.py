@@ -40,14 +40,14 @@ class GlueTask:
     # they are packed (`[CLS] first [SEP] second [SEP]`).
     text_columns: tuple[str, ...]
     # The same segments' names in tfds (`glue/<task>` features) and in the
-    # exported SavedModel's signature.
-    text_features: tuple[str, ...]
+    # exported SavedModel's signature; () for `text_columns`.
+    text_features: tuple[str, ...] = ()
     # Header name of the label column (test files have none).
     label_column: str = "label"
     # Label values as the TSV files and the GLUE server write them, in id
     # order; empty for a regression task.
     labels: tuple[str, ...] = ()
-    # Readable class names, in id order (tfds' names).
+    # Readable class names, in id order (tfds' names); () for `labels`.
     label_names: tuple[str, ...] = ()
     # Regression targets are divided by this for training (STS-B: 5, so
     # targets are in [0, 1]); predictions are multiplied back for submissions
@@ -77,6 +77,12 @@ class GlueTask:
     submission_files: tuple[tuple[str, str], ...] = ()
     # A prediction-only task is predicted by this task's model (AX: MNLI).
     predicted_by: str = ""
+
+    def __post_init__(self):
+        if not self.text_features:
+            object.__setattr__(self, "text_features", self.text_columns)
+        if not self.label_names:
+            object.__setattr__(self, "label_names", self.labels)
 
     @property
     def is_regression(self) -> bool:
@@ -113,7 +119,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             name="cola",
             directory="CoLA",
             text_columns=("sentence",),
-            text_features=("sentence",),
             labels=("0", "1"),
             label_names=("unacceptable", "acceptable"),
             metrics=("mcc",),
@@ -123,7 +128,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             name="sst2",
             directory="SST-2",
             text_columns=("sentence",),
-            text_features=("sentence",),
             labels=("0", "1"),
             label_names=("negative", "positive"),
         ),
@@ -142,7 +146,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             name="stsb",
             directory="STS-B",
             text_columns=("sentence1", "sentence2"),
-            text_features=("sentence1", "sentence2"),
             label_column="score",
             label_scale=5.0,
             metrics=("pearson", "spearman"),
@@ -153,7 +156,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             name="qqp",
             directory="QQP",
             text_columns=("question1", "question2"),
-            text_features=("question1", "question2"),
             label_column="is_duplicate",
             labels=("0", "1"),
             label_names=("not_duplicate", "duplicate"),
@@ -166,7 +168,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             text_features=("premise", "hypothesis"),
             label_column="gold_label",
             labels=("entailment", "neutral", "contradiction"),
-            label_names=("entailment", "neutral", "contradiction"),
             dev_splits=("dev_matched", "dev_mismatched"),
             test_splits=("test_matched", "test_mismatched"),
             submission_files=(
@@ -178,24 +179,19 @@ GLUE_TASKS: dict[str, GlueTask] = {
             name="qnli",
             directory="QNLI",
             text_columns=("question", "sentence"),
-            text_features=("question", "sentence"),
             labels=_NLI_LABELS,
-            label_names=_NLI_LABELS,
         ),
         GlueTask(
             name="rte",
             directory="RTE",
             text_columns=("sentence1", "sentence2"),
-            text_features=("sentence1", "sentence2"),
             labels=_NLI_LABELS,
-            label_names=_NLI_LABELS,
             epochs=10,
         ),
         GlueTask(
             name="wnli",
             directory="WNLI",
             text_columns=("sentence1", "sentence2"),
-            text_features=("sentence1", "sentence2"),
             labels=("0", "1"),
             label_names=("not_entailment", "entailment"),
         ),
@@ -208,7 +204,6 @@ GLUE_TASKS: dict[str, GlueTask] = {
             text_features=("premise", "hypothesis"),
             label_column="",
             labels=("entailment", "neutral", "contradiction"),
-            label_names=("entailment", "neutral", "contradiction"),
             dev_splits=(),
             has_train=False,
             file_names=(("test", "diagnostic.tsv"),),
