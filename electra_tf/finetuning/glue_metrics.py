@@ -68,9 +68,6 @@ class _ConfusionMatrixMetric(keras.metrics.Metric):
         # [C, batch] @ [batch, C]: weighted counts of (true, predicted) pairs.
         self.confusion.assign_add(tf.matmul(true, predicted, transpose_a=True))
 
-    def reset_state(self):
-        self.confusion.assign(tf.zeros_like(self.confusion))
-
     def get_config(self):
         return {**super().get_config(), "num_classes": self.num_classes}
 
@@ -170,10 +167,6 @@ class PearsonCorrelation(keras.metrics.Metric):
         spread = tf.maximum(var_x, 0.0) * tf.maximum(var_y, 0.0)
         return tf.math.divide_no_nan(covariance, tf.sqrt(spread))
 
-    def reset_state(self):
-        for sum_name in self._SUMS:
-            getattr(self, sum_name).assign(0.0)
-
 
 def _average_ranks(values: tf.Tensor) -> tf.Tensor:
     """1-based ranks of `values` [n], ties sharing their mean rank (scipy's
@@ -255,11 +248,6 @@ class SpearmanCorrelation(keras.metrics.Metric):
         correlation = _weighted_pearson(x_ranks, y_ranks, weights)
         overflow = self.count > self.capacity
         return tf.where(overflow, tf.constant(float("nan")), correlation)
-
-    def reset_state(self):
-        self.targets.assign(tf.zeros_like(self.targets))
-        self.predictions.assign(tf.zeros_like(self.predictions))
-        self.count.assign(0)
 
     def get_config(self):
         return {**super().get_config(), "capacity": self.capacity}
