@@ -149,20 +149,18 @@ def read_columns(
     texts = [[] for _ in text_columns]
     labels, lines = [], []
     for line, row in table_rows(path, kind, error, header):
-        if isinstance(row, list):  # the CSV/TSV header
-            missing = [c for c in wanted if c not in row]
-            if missing:
-                raise error(
-                    f"{path}, line {line}: no column {missing[0]!r}; the header has "
-                    f"{row}"
-                )
-            continue
         missing = [c for c in wanted if c not in row]
+        if missing and isinstance(row, list):  # the CSV/TSV header
+            raise error(
+                f"{path}, line {line}: no column {missing[0]!r}; the header has {row}"
+            )
         if missing:
             raise error(
                 f"{path}, line {line}: no {missing[0]!r} field; the row has "
                 f"{sorted(row)}"
             )
+        if isinstance(row, list):
+            continue
         for segment, column in zip(texts, text_columns):
             value = row[column]
             if not isinstance(value, str):
