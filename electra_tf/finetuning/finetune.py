@@ -41,6 +41,22 @@ def task_kind(task: str | None) -> type[FinetuningTask]:
     return ClassificationTask
 
 
+def configured_task(
+    kind: type[FinetuningTask], data, start: StartingPoint, flags: FinetuningFlags
+) -> tuple[str, FinetuningTask]:
+    """A `kind` task on `data` from `start`, its config resolved from `flags`
+    (`settings.resolve_finetuning_config`) and logged; and the recipe's size."""
+    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
+    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
+    size, config = resolve_finetuning_config(
+        flags, kind, start.architecture, jit_compile=jit_compile
+    )
+    start.check_reinit_layers(config.reinit_layers)
+    task = kind(data, config, start)
+    logger.info("%s recipe for %s: %s", size, task.name, task.settings())
+    return size, task
+
+
 def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     """Runs `finetune/run.py` with `flags`: returns the output directory and the
     run's summary (`metrics.json`).
@@ -57,14 +73,7 @@ def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
     seeds = parse_seeds(flags.seeds)
     data, data_info = kind.load_data(flags)
     start = StartingPoint.from_flags(flags)
-    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
-    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
-    size, config = resolve_finetuning_config(
-        flags, kind, start.architecture, jit_compile=jit_compile
-    )
-    start.check_reinit_layers(config.reinit_layers)
-    task = kind(data, config, start)
-    logger.info("%s recipe for %s: %s", size, task.name, task.settings())
+    size, task = configured_task(kind, data, start, flags)
     output_dir = flags.output_dir or os.path.join("runs", "finetune", task.name)
     check_output_dir(output_dir, flags.overwrite)
     run_info = {"pretrained": start.name, **data_info, "recipe": size}

@@ -28,13 +28,12 @@ import keras
 import numpy as np
 
 from electra_tf.config import ConfigError
-from electra_tf.distribution import resolve_jit_compile
 from electra_tf.finetuning.files import write_json
+from electra_tf.finetuning.finetune import configured_task
 from electra_tf.finetuning.settings import (
     DEMO_TAGGING,
     FinetuningFlags,
     parse_seeds,
-    resolve_finetuning_config,
 )
 from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
@@ -157,7 +156,7 @@ def run_tagging_demo(flags: FinetuningFlags, command: str = "") -> tuple[str, di
 
     The recipe is tagging's for the encoder's size with `DEMO_RECIPE` for the
     flags left unset, then the flags and `--hparams`
-    (`settings.resolve_finetuning_config`). Writes `RESULT_FILE` into
+    (`finetune.configured_task`). Writes `RESULT_FILE` into
     `flags.output_dir` (default `runs/finetune/tagging_demo`), recording
     `command`, the date, the machine and its load; returns its path and
     contents.
@@ -183,15 +182,7 @@ def run_tagging_demo(flags: FinetuningFlags, command: str = "") -> tuple[str, di
         task="tagging",
         **{k: v for k, v in DEMO_RECIPE.items() if getattr(flags, k) is None},
     )
-    size, config = resolve_finetuning_config(
-        flags,
-        TaggingTask,
-        start.architecture,
-        jit_compile=resolve_jit_compile(flags.jit, on_cpu=False),
-    )
-    start.check_reinit_layers(config.reinit_layers)
-    task = TaggingTask(data, config, start)
-    logger.info("tagging demo recipe (%s with the demo's): %s", size, task.settings())
+    size, task = configured_task(TaggingTask, data, start, flags)
     comparison = compare_with_no_pretraining(
         task, baseline, functools.partial(task.score, sentences=test), seeds
     )
