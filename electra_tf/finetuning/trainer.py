@@ -152,11 +152,9 @@ def run_finetuning(
         log_dir = os.path.join(output_dir, "logs", f"seed_{seed}")
         model, results = finetune_seed(task, seed, log_dir, verbose)
         summary["seeds"][str(seed)] = results
-        per_seed = list(summary["seeds"].values())
-        summary["median"] = {
-            "dev": median_over_seeds([r["dev"] for r in per_seed]),
-            "score": median_over_seeds([r["score"] for r in per_seed]),
-        }
+        summary["median"] = median_over_seeds(
+            [{"dev": r["dev"], "score": r["score"]} for r in summary["seeds"].values()]
+        )
         if best is None or results["score"] > best["score"]:
             best_model, best = model, results
         write_json(metrics_file, summary)
