@@ -115,17 +115,13 @@ class TaggingTask(FinetuningTask):
         logs.update({f"val_{key}": value for key, value in scores.items()})
         return {"dev": scores}, score
 
-    def tag(self, model, sentences: TaggedSentences) -> list[list[str]]:
-        return model.predict_tags(
-            [list(w) for w in sentences.words], batch_size=self.config.eval_batch_size
-        )
-
     def score(self, model, sentences: TaggedSentences) -> tuple[dict, float]:
         """Tags labelled `sentences` (dev, or a test split after training):
         their metrics and the score (`score_definition`'s: span F1 for BIO
         tags, else token accuracy). Their tags must be the training file's
         (`check_tags`)."""
-        predicted = self.tag(model, sentences)
+        batch_size = self.config.eval_batch_size
+        predicted = model.predict_tags(sentences.words, batch_size=batch_size)
         scores = tagging_scores(sentences.tags, predicted, self.data.span_tags)
         return scores, scores["f1" if self.data.span_tags else "accuracy"]
 
@@ -134,7 +130,8 @@ class TaggingTask(FinetuningTask):
         test = self.data.test
         if test is not None:
             path = os.path.join(output_dir, "predictions", "test.conll")
-            predicted = self.tag(model, test)
+            batch_size = self.config.eval_batch_size
+            predicted = model.predict_tags(test.words, batch_size=batch_size)
             outputs["predictions"] = write_conll_predictions(test, predicted, path)
         outputs["saved_model"] = export_token_classifier(
             model, os.path.join(output_dir, "saved_model")
