@@ -250,44 +250,18 @@ def load_custom_data(
         raise DataFileError(
             f"one or two text columns (a text or a pair), got {list(text_columns)}"
         )
-    train_texts, train_labels, train_lines = read_labelled_file(
-        train_file, text_columns, label_column
-    )
-    dev_texts, dev_labels, dev_lines = read_labelled_file(
-        dev_file, text_columns, label_column
-    )
-    _refuse_missing_labels(train_file, train_labels, train_lines, label_column)
-    _refuse_missing_labels(dev_file, dev_labels, dev_lines, label_column)
+    read = {
+        split: (path, *read_labelled_file(path, text_columns, label_column))
+        for split, path in (("train", train_file), ("dev", dev_file))
+    }
+    for path, _, labels, lines in read.values():
+        _refuse_missing_labels(path, labels, lines, label_column)
+    _, _, train_labels, train_lines = read["train"]
     inferred = label_type == "auto"
     if inferred:
         label_type = infer_label_type(train_labels)
         if label_type == "classification":
             _refuse_mostly_numeric(train_file, train_labels, train_lines, label_column)
-
-    def label_array(path, labels, lines, classes):
-        if label_type == "regression":
-            values = []
-            for value, line in zip(labels, lines):
-                number = _as_number(value)
-                if number is None:
-                    raise DataFileError(
-                        f"{path}, line {line}: {label_column} {shorten(value)} is "
-                        "not a number (a regression task)"
-                    )
-                values.append(number)
-            return np.asarray(values, dtype="float32")
-        ids = {label: i for i, label in enumerate(classes)}
-        values = []
-        for value, line in zip(labels, lines):
-            label = _label_string(value)
-            if label not in ids:
-                raise DataFileError(
-                    f"{path}, line {line}: label {label!r} does not occur in the "
-                    f"training file {train_file} (its labels: {', '.join(classes)})"
-                )
-            values.append(ids[label])
-        return np.asarray(values, dtype="int32")
-
     classes = ()
     if label_type == "classification":
         classes = _sorted_classes({_label_string(v) for v in train_labels})
@@ -306,14 +280,32 @@ def load_custom_data(
         labels=classes,
         metrics=metrics if classes else ("pearson", "spearman"),
     )
+    ids = {label: i for i, label in enumerate(classes)}
 
-    def examples(split, path, texts, labels, lines):
-        labels = label_array(path, labels, lines, classes)
+    def examples(split: str) -> GlueExamples:
+        """The split's examples, labels as class ids or scores."""
+        path, texts, labels, lines = read[split]
+        values = []
+        for value, line in zip(labels, lines):
+            label = ids.get(_label_string(value)) if classes else _as_number(value)
+            if label is None and classes:
+                raise DataFileError(
+                    f"{path}, line {line}: label {_label_string(value)!r} does not "
+                    f"occur in the training file {train_file} (its labels: "
+                    f"{', '.join(classes)})"
+                )
+            if label is None:
+                raise DataFileError(
+                    f"{path}, line {line}: {label_column} {shorten(value)} is "
+                    "not a number (a regression task)"
+                )
+            values.append(label)
+        labels = np.asarray(values, dtype="int32" if classes else "float32")
         return GlueExamples(task, split, texts, labels, source=os.fspath(path))
 
-    train = examples("train", train_file, train_texts, train_labels, train_lines)
+    train = examples("train")
     _log_labels(train_file, label_type, inferred, train_labels, classes)
-    dev = examples("dev", dev_file, dev_texts, dev_labels, dev_lines)
+    dev = examples("dev")
     test = {}
     if test_file:
         test_texts, _, _ = read_labelled_file(test_file, text_columns, None)
