@@ -223,13 +223,6 @@ def build_question_answerer(
     )
 
 
-def _labels(examples: Sequence[SquadExample]) -> tuple[np.ndarray, np.ndarray]:
-    answerable = [bool(e.answers) and not e.is_impossible for e in examples]
-    starts = [e.answers[0][1] if ok else -1 for e, ok in zip(examples, answerable)]
-    texts = [e.answers[0][0] if ok else "" for e, ok in zip(examples, answerable)]
-    return np.array(starts, "int32"), np.array(texts, dtype=object)
-
-
 def training_windows(
     preprocessor: ElectraQuestionAnswererPreprocessor,
     examples: Sequence[SquadExample],
@@ -238,15 +231,19 @@ def training_windows(
     """Every window of every training question with its labels, as numpy
     `(x, y)` in the layout `ElectraQuestionAnswerer.fit` takes."""
     windows = tf.function(preprocessor.windows, reduce_retracing=True)
-    starts, texts = _labels(examples)
+    # Each question's first answer, ("", -1) for an unanswerable one.
+    answers = [
+        e.answers[0] if e.answers and not e.is_impossible else ("", -1)
+        for e in examples
+    ]
     parts = []
     for begin in range(0, len(examples), chunk_size):
-        end = begin + chunk_size
+        chunk = slice(begin, begin + chunk_size)
         w = windows(
-            tf.constant([e.question for e in examples[begin:end]]),
-            tf.constant([e.context for e in examples[begin:end]]),
-            tf.constant(starts[begin:end]),
-            tf.constant(texts[begin:end].astype(str)),
+            tf.constant([e.question for e in examples[chunk]]),
+            tf.constant([e.context for e in examples[chunk]]),
+            tf.constant([start for _, start in answers[chunk]], tf.int32),
+            tf.constant([text for text, _ in answers[chunk]]),
         )
         parts.append({k: v.numpy() for k, v in w.items()})
     w = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
