@@ -452,7 +452,7 @@ def test_cli_bad_flags(cli, capsys):
     assert "got 0" in _error(cli, capsys, *glue, "--train-examples", "0")
     for task in ("tagging", "squad1"):
         message = _error(cli, capsys, "--task", task, "--train-examples", "1")
-        assert "--train-examples is for classification and regression" in message
+        assert f"--train-examples does not apply to --task {task}" in message
     message = _error(
         cli, capsys, "--pretrained", "missing/preset", "--data-dir", str(GLUE_DIR)
     )
