@@ -11,7 +11,7 @@ batch 32, length 64, batches grouped by length and cut to their longest).
 Per task (`tagging`: Brown POS; `classification`: rt_polarity, as SST-2),
 with the model, optimizer and dataset fine-tuning builds
 (`build_token_classifier` / `build_classifier`, `make_optimizer`,
-`length_grouping.batches` grouped by length, remainders pooled under XLA):
+`length_grouping.batches` sorted by length in runs):
 
 * `pipeline`: CPU seconds per batch of the input pipeline alone (reading,
   shuffling, grouping, and the preprocessor's tokenisation, which keras-hub
@@ -189,10 +189,9 @@ class Task:
         )
         return model
 
-    def dataset(self, batch_size, preprocessor, jit_compile):
-        """The training dataset as the task kind builds it, grouped by the
-        lengths `preprocessor` packs (under XLA the length groups'
-        remainders pooled into full batches)."""
+    def dataset(self, batch_size, preprocessor):
+        """The training dataset as the task kind builds it, sorted in runs
+        by the lengths `preprocessor` packs."""
         from electra_tf.finetuning import length_grouping
 
         if self.name == "tagging":
@@ -207,7 +206,6 @@ class Task:
             shuffle=True,
             seed=1,
             lengths=preprocessor.sequence_lengths(elements[0]),
-            pool_remainders=jit_compile,
         )
 
 
@@ -338,12 +336,12 @@ def measure_task(task, args, variants):
 
     xla_model = task.model(True)
     graph_model = task.model(False)
-    dataset = task.dataset(args.batch_size, xla_model.preprocessor, jit_compile=True)
+    dataset = task.dataset(args.batch_size, xla_model.preprocessor)
     result = {"examples": task.examples, "epoch": {}}
     xla_data = preprocessed(dataset, xla_model.preprocess_samples)
     result["pipeline_seconds_per_batch"] = pipeline_seconds(xla_data, 100)
     result["epoch"]["xla"] = epoch_shapes(xla_data)
-    graph_dataset = task.dataset(args.batch_size, graph_model.preprocessor, False)
+    graph_dataset = task.dataset(args.batch_size, graph_model.preprocessor)
     result["epoch"]["graph"] = epoch_shapes(
         preprocessed(graph_dataset, graph_model.preprocess_samples)
     )

@@ -30,8 +30,7 @@ trimming bypassed: the same work per step, so the ratio is one of step speed
 and MFU is meaningful. `--padding longest` runs both as a user would who
 wants speed (classification and tagging; qa windows are full anyway): ours
 as fine-tuning runs by default (batches grouped by length, each cut to its
-longest, `electra_tf.finetuning.length_grouping`; the groups' remainders
-pooled as under XLA, in graph mode too), the peer with
+longest, `electra_tf.finetuning.length_grouping`), the peer with
 transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
 uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
 work then varies with the batch, so MFU is not reported, and the few
@@ -189,17 +188,14 @@ def padding_of(task: str, args) -> str:
 
 
 def _training_batches(args, elements, lengths):
-    """Shuffled batches of `elements`, grouped by length unless padding to
-    max_length: the groups' remainders pooled (fine-tuning's way under XLA)
-    in graph mode too: full batches but one an epoch (the peer's are all
-    full), so that steps compare."""
+    """Shuffled batches of `elements`, sorted by length in runs unless
+    padding to max_length, as fine-tuning makes them."""
     from electra_tf.finetuning import length_grouping
 
     grouping = {}
     if args.padding != "max_length":
         grouping = {
             "lengths": lengths,
-            "pool_remainders": True,
         }
     return length_grouping.batches(
         elements, args.batch_size, shuffle=True, seed=1, **grouping

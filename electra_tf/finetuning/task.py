@@ -125,8 +125,7 @@ class FinetuningTask:
     def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
         """Training batches for `model.fit`: the `training_examples` shuffled
         with `seed` anew every epoch and, with `group_by_length`, batched with
-        others of similar length, the groups'
-        remainders pooled under XLA (`length_grouping.batches`). Their number
+        others of similar length (`length_grouping.batches`). Their number
         in an epoch is the dataset's cardinality: Keras and the learning-rate
         schedule count the steps from it."""
         elements, lengths = self.training_examples(model)
@@ -137,7 +136,6 @@ class FinetuningTask:
             shuffle=True,
             seed=seed,
             lengths=lengths if config.group_by_length else None,
-            pool_remainders=config.jit_compile,
         )
 
     def compile_arguments(self) -> dict:

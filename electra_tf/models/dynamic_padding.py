@@ -9,9 +9,10 @@ packers leave them.
 
 How close it cuts depends on how the step runs. In graph mode (Keras traces
 with `reduce_retracing`, so one trace of unknown length serves every batch)
-it cuts to a multiple of `GRAPH_MULTIPLE`. Under XLA, which compiles one
-program per input shape (the first step of `small` takes 100-200 s on a
-CPU), it cuts to the first of `XLA_LENGTHS` evenly spaced lengths (a
+it cuts to the longest example (to a multiple of 8 until 2026-11-26, which
+left 12% of the positions padding; BENCHMARKS.md section 12). Under XLA,
+which compiles one program per input shape (the first step of `small` takes
+100-200 s on a CPU), it cuts to the first of `XLA_LENGTHS` evenly spaced lengths (a
 quarter, a half, three quarters or all of the packed length) that holds the
 longest example.
 
@@ -31,8 +32,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-# Graph mode: close to the longest example (whole tiles for the matmuls).
-GRAPH_MULTIPLE = 8
 # XLA: a few lengths, so a few compilations.
 XLA_LENGTHS = 4
 # XLA: rows (windows) padded to a multiple of the sentences / ROW_STEPS.
@@ -41,14 +40,13 @@ ROW_STEPS = 4
 
 def trimmed_length(padding_mask: tf.Tensor, few_lengths: bool = False):
     """The length a batch is cut to (an int32 scalar tensor): its longest
-    real sequence rounded up to a multiple of `GRAPH_MULTIPLE`, or with
-    `few_lengths` (XLA) to one of `XLA_LENGTHS` evenly spaced lengths; never
-    more than the packed length."""
+    real sequence, or with `few_lengths` (XLA) rounded up to one of
+    `XLA_LENGTHS` evenly spaced lengths; never more than the packed length."""
     packed = tf.shape(padding_mask)[1]
     if few_lengths:
         step = (packed + XLA_LENGTHS - 1) // XLA_LENGTHS
     else:
-        step = tf.constant(GRAPH_MULTIPLE)
+        step = tf.constant(1)
     real = tf.reduce_sum(tf.cast(padding_mask, tf.int32), axis=1)
     # The 1 keeps a length for a batch with no rows (no real sentence).
     longest = tf.reduce_max(tf.concat([real, [1]], 0))

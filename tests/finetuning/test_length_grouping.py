@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from electra_tf.finetuning import length_grouping
 from electra_tf.finetuning.tagging_data import TaggedSentences
-from electra_tf.models.dynamic_padding import trimmed_length
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
@@ -33,16 +32,15 @@ def sentences(lengths) -> TaggedSentences:
     )
 
 
-def grouped(lengths, batch_size, pool_remainders=False, seed=1):
+def grouped(lengths, batch_size, seed=1):
     """Training batches of sentences with these `lengths`, as a task makes
-    them: shuffled, grouped by length."""
+    them: shuffled, sorted by length in runs."""
     return length_grouping.batches(
         sentences(lengths).elements({"X": 0}),
         batch_size,
         shuffle=True,
         seed=seed,
         lengths=np.asarray(lengths),
-        pool_remainders=pool_remainders,
     )
 
 
@@ -52,21 +50,6 @@ def epoch(dataset) -> list[list[int]]:
         [int(w[0].decode().split(":")[0]) for w in words.to_list()]
         for words, _ in dataset
     ]
-
-
-def test_a_group_is_the_lengths_graph_mode_trims_to_one_length():
-    lengths = np.arange(0, 129)
-    groups = length_grouping.groups(lengths)
-    assert groups[[0, 1, 8, 9, 16, 17, 128]].tolist() == [0, 0, 0, 1, 1, 2, 15]
-    # Every length of a group is cut to the same length (its padding mask
-    # has that many real positions at the front).
-    masks = tf.sequence_mask(lengths, 128)
-    trimmed = [int(trimmed_length(masks[i : i + 1])) for i in range(1, 129)]
-    for group in set(groups.tolist()):
-        assert len({t for t, g in zip(trimmed, groups[1:]) if g == group}) == 1
-    groups = np.array([0, 0, 0, 1, 2, 2, 3])  # sizes 3, 1, 2, 1
-    assert length_grouping.batches_per_epoch(groups, 2) == 2 + 1 + 1 + 1
-    assert length_grouping.batches_per_epoch(groups, 2, pool_remainders=True) == 4
 
 
 def test_text_lengths_are_the_packed_pieces_of_both_segments_truncated():
@@ -87,58 +70,52 @@ def test_tagging_lengths_are_a_sentences_pieces_or_its_longest_window():
     assert preprocessor.sequence_lengths(words, batch_size=2).tolist() == [3, 6, 6, 0]
 
 
-@pytest.mark.parametrize("pool_remainders", [False, True])
 @pytest.mark.parametrize(
-    "examples, batch_size, longest",
-    [(600, 16, 64), (50, 8, 128), (13, 32, 64)],
-    ids=["many", "few", "fewer-than-a-batch"],
+    "examples, batch_size",
+    [(600, 16), (3000, 8), (13, 32)],
+    ids=["one-run", "several-runs", "fewer-than-a-batch"],
 )
-def test_an_epoch_is_every_example_once_in_the_counted_batches(
-    examples, batch_size, longest, pool_remainders
+def test_an_epoch_is_every_example_once_in_full_batches_but_the_last(
+    examples, batch_size
 ):
-    lengths = np.random.default_rng(examples).integers(1, longest + 1, examples)
-    dataset = grouped(lengths, batch_size, pool_remainders)
-    groups = length_grouping.groups(lengths)
-    counted = length_grouping.batches_per_epoch(groups, batch_size, pool_remainders)
+    lengths = np.random.default_rng(examples).integers(1, 65, examples)
+    dataset = grouped(lengths, batch_size)
+    counted = -(-examples // batch_size)
     assert int(dataset.cardinality()) == counted
     for _ in range(2):
         batches = epoch(dataset)
         assert len(batches) == counted
         assert sorted(sum(batches, [])) == list(range(examples))
-        sizes = [len(b) for b in batches]
-        if pool_remainders:
-            # Full batches, then one of the examples left over: the same
-            # two batch sizes every epoch (one program each under XLA).
-            assert sizes[:-1] == [batch_size] * (counted - 1)
-            assert sizes[-1] == (examples % batch_size or batch_size)
-        else:
-            # Each batch from one group, each group's last batch partial.
-            for batch in batches:
-                assert len(set(groups[batch])) == 1
-            partial = [set(groups[b]) for b in batches if len(b) < batch_size]
-            assert len(partial) == len({g for (g,) in partial})
+        sizes = sorted(len(b) for b in batches)
+        # Every batch full but one of the examples left over (two batch
+        # sizes: one program each under XLA).
+        assert sizes[1:] == [batch_size] * (counted - 1)
+        assert sizes[0] == (examples % batch_size or batch_size)
 
 
-def test_a_training_set_smaller_than_a_batch_in_every_group_is_all_trained():
-    # Seven sentences in five groups, batches of 8: dropping each group's
-    # partial batch used to leave no batch at all.
+def test_a_training_set_smaller_than_a_batch_is_all_trained():
+    # Seven sentences of seven lengths, batches of 8: one batch, every one.
     lengths = [1, 2, 9, 10, 17, 25, 33]
-    graph = epoch(grouped(lengths, 8))
-    assert sorted(map(sorted, graph)) == [[0, 1], [2, 3], [4], [5], [6]]
-    pooled = epoch(grouped(lengths, 8, pool_remainders=True))
-    assert [sorted(b) for b in pooled] == [list(range(7))]
+    assert [sorted(b) for b in epoch(grouped(lengths, 8))] == [list(range(7))]
 
 
-def test_grouped_epochs_have_batches_of_similar_length_and_reshuffle():
-    lengths = np.random.default_rng(0).integers(1, 65, 600)
+def test_sorted_batches_carry_little_padding_and_reshuffle():
+    lengths = np.random.default_rng(0).integers(1, 65, 4000)
     dataset = grouped(lengths, 16)
     epochs = []
     for _ in range(2):
         batches = epoch(dataset)
-        spreads = [np.ptp(lengths[b]) for b in batches]
-        # Groups of 8 lengths: a batch's lengths differ by less than 8.
-        assert max(spreads) < 8
-        # At most one partial batch per group (8 groups here).
-        assert sum(len(b) < 16 for b in batches) <= 8
+        # Cut to its longest, a batch's padding is its longest less each
+        # length: runs of 800 sorted leave under 2% of the positions, where
+        # batches as they come leave about half.
+        padded = sum(len(b) * lengths[b].max() for b in batches)
+        assert 1 - lengths.sum() / padded < 0.02
+        # Consecutive batches are not ordered by length.
+        longest = [lengths[b].max() for b in batches]
+        rises = sum(a < b for a, b in zip(longest, longest[1:]))
+        assert 0.3 < rises / (len(longest) - 1) < 0.7
         epochs.append(batches)
     assert epochs[0] != epochs[1]
+    unsorted = [list(range(i, i + 16)) for i in range(0, 4000, 16)]
+    padded = sum(16 * lengths[b].max() for b in unsorted)
+    assert 1 - lengths.sum() / padded > 0.4

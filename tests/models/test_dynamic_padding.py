@@ -22,14 +22,14 @@ from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
 def test_length_is_the_longest_row_rounded_up_few_lengths_under_xla():
     mask = np.zeros((3, 64), bool)
     mask[0, :5] = mask[1, :17] = mask[2, :2] = True
-    assert int(trimmed_length(mask)) == 24  # a multiple of 8
+    assert int(trimmed_length(mask)) == 17  # the longest
     assert int(trimmed_length(mask, few_lengths=True)) == 32  # of 16, 32, 48, 64
     assert int(trimmed_length(mask[:, :50], few_lengths=True)) == 26  # steps of 13
     mask[1, :] = True
     assert int(trimmed_length(mask)) == 64
     assert int(trimmed_length(mask[:, :60])) == 60  # capped at the packed length
     # An empty batch (a tagging batch of empty sentences) keeps a length.
-    assert int(trimmed_length(np.zeros((0, 64), bool))) == 8
+    assert int(trimmed_length(np.zeros((0, 64), bool))) == 1
 
 
 def test_trimmed_inputs_give_the_same_outputs_at_real_tokens():
@@ -43,13 +43,13 @@ def test_trimmed_inputs_give_the_same_outputs_at_real_tokens():
     batch["token_ids"][:, 20:] = 0
     labels = np.arange(4 * 64).reshape(4, 64)
     trimmed, trimmed_labels, none = trim_padding(batch, labels, None)
-    assert trimmed["token_ids"].shape == (4, 24)
+    assert trimmed["token_ids"].shape == (4, 20)
     assert none is None
-    np.testing.assert_array_equal(trimmed_labels, labels[:, :24])
+    np.testing.assert_array_equal(trimmed_labels, labels[:, :20])
     full = encoder(batch)["sequence_output"].numpy()
     cut = encoder(trimmed)["sequence_output"].numpy()
-    real = batch["padding_mask"][:, :24].astype(bool)
-    np.testing.assert_allclose(cut[real], full[:, :24][real], atol=1e-5)
+    real = batch["padding_mask"][:, :20].astype(bool)
+    np.testing.assert_allclose(cut[real], full[:, :20][real], atol=1e-5)
 
 
 def test_a_classifier_cuts_its_batches_closer_in_graph_mode_than_under_xla():
@@ -78,7 +78,7 @@ def test_a_classifier_cuts_its_batches_closer_in_graph_mode_than_under_xla():
             classifier.preprocess_samples(texts, tf.constant([0, 1]))
         )
         shapes[jit] = x["token_ids"].shape
-    assert shapes == {False: (2, 8), True: (2, 16)}
+    assert shapes == {False: (2, 5), True: (2, 16)}
 
 
 def test_rows_are_padded_to_a_multiple_of_a_quarter_of_the_sentences():
