@@ -45,6 +45,7 @@ Smoke run (what tests/bench/test_paper_experiments.py runs, smaller still):
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import logging
@@ -1271,7 +1272,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             lines.append(
                 f"| {label(point['variant'])} | {point['step']} | "
                 f"{point['flops']:.3g} | {point['executed_flops'] or 0:.3g} | "
-                f"{_runs(point['pretraining_runs'], point['finetuning_runs'])} | "
+                f"{_runs(point['runs'])} | "
                 f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
                 f"{point['dev_mean']:.4f} | {_score(point.get('train_mean'))} | "
                 f"{point['best_epoch_is_last']} of "
@@ -1312,11 +1313,14 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
     return "\n".join(lines)
 
 
-def _runs(pretraining: int, finetuning: int) -> str:
-    """"3 x 3", or "2 (5 fine-tuning runs)" while a run's seeds are missing."""
-    if pretraining and finetuning % pretraining == 0:
-        return f"{pretraining} x {finetuning // pretraining}"
-    return f"{pretraining} ({finetuning} fine-tuning runs)"
+def _runs(runs) -> str:
+    """"3 x 3" (pre-training runs x fine-tuning seeds each), or
+    "2 (4 fine-tuning runs)" while some run has fewer seeds than another."""
+    per_run = collections.Counter(run["pretraining_seed"] for run in runs)
+    counts = set(per_run.values())
+    if len(counts) == 1:
+        return f"{len(per_run)} x {counts.pop()}"
+    return f"{len(per_run)} ({len(runs)} fine-tuning runs)"
 
 
 def _score(value) -> str:

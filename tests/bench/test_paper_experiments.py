@@ -648,3 +648,19 @@ def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
     assert scales["token_embeddings"] == pytest.approx(
         rms(lambda p: "token_embedding" in p)
     )
+
+
+def test_runs_column_says_when_pretraining_runs_have_different_seed_counts():
+    from bench.studies.paper_experiments import _runs
+
+    def runs(*seeds_per_run):
+        return [
+            {"pretraining_seed": p, "finetune_seed": f}
+            for p, count in enumerate(seeds_per_run, 1)
+            for f in range(1, count + 1)
+        ]
+
+    assert _runs(runs(3, 3, 3)) == "3 x 3"
+    # 3 + 1 is not "2 x 2".
+    assert _runs(runs(3, 1)) == "2 (4 fine-tuning runs)"
+    assert _runs(runs(3, 2)) == "2 (5 fine-tuning runs)"
