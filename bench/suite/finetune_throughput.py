@@ -345,7 +345,6 @@ class OurTrainer:
         """The positions an epoch's steps compute, as `fit` trims them."""
         return position_means(self.epoch.map(self._count).as_numpy_iterator())
 
-
     def serve(self, commands, reply) -> None:
         import keras
 
@@ -593,12 +592,11 @@ def position_sums(counts) -> dict:
 def position_means(counts) -> dict:
     """Means over batches of (positions, real tokens) pairs."""
     counts = list(counts)
-    positions = sum(int(p) for p, _ in counts) / len(counts)
-    real = sum(int(r) for _, r in counts) / len(counts)
+    sums = position_sums(counts)
     return {
-        "positions_per_step": positions,
-        "real_tokens_per_step": real,
-        "padding_fraction": 1 - real / positions,
+        "positions_per_step": sums["positions"] / len(counts),
+        "real_tokens_per_step": sums["real"] / len(counts),
+        "padding_fraction": 1 - sums["real"] / sums["positions"],
         "batches_counted": len(counts),
     }
 
