@@ -18,7 +18,9 @@ The protocol (BENCHMARKS.md, "The paper's experiments at CPU scale"):
 * Independent pre-training runs: `--pretraining-seeds` changes the
   initialisation, the masks and samples, and the order of the data.
 * Budget: `--electra-steps` ELECTRA steps of `--preset` at `--batch-size`;
-  every other variant gets the steps that cost the same FLOPs.
+  every other objective gets the steps that cost the same FLOPs (Table 5),
+  ELECTRA with another generator the same steps (Figure 3 compares
+  generators at equal discriminator steps; its FLOPs are recorded).
 
 Work is split into units, each done once and recorded as one JSON file under
 `<out-dir>/units/` (written whole, then renamed): `pretrain.<variant>.p<seed>`
@@ -125,6 +127,13 @@ class Variant:
     # `ModelConfig.embedding_sharing`; None: the preset's (tied).
     embedding_sharing: str | None = None
 
+    @property
+    def equal_steps(self) -> bool:
+        """Whether the run gets ELECTRA's steps rather than its FLOPs: the
+        generator ablations (paper Figure 3 trains every generator for the
+        same discriminator steps)."""
+        return _is_generator_ablation(self.name)
+
     def overrides(self) -> dict:
         changes = {"objective": self.objective}
         if self.embedding_sharing is not None:
@@ -173,7 +182,8 @@ def parse_args(argv=None):
         "--electra-steps",
         type=int,
         default=6000,
-        help="Budget: this many ELECTRA steps; other variants get equal FLOPs.",
+        help="Budget: this many ELECTRA steps; other objectives get equal FLOPs, "
+        "other generators equal steps.",
     )
     model.add_argument(
         "--fractions",
@@ -374,30 +384,30 @@ def plan_units(setup: dict) -> list[Unit]:
     encoders' fine-tuning before the next seed's pre-training (curve points
     after them). A variant given fewer seeds (`--seeds-of`: an ablation row,
     not a headline comparison) runs its seeds with the last of the others',
-    after them.
+    after them, in the order the variants were given.
     """
     units = []
     fseeds = setup["finetune_seeds"]
     tasks = setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
-    for name, pseeds in setup["variant_seeds"].items():
+    for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
         for rank, pseed in enumerate(pseeds, start=most - len(pseeds)):
             run = f"pretrain.{name}.p{pseed}"
-            units.append(Unit(run, None, (0, rank, 0, ablation, name)))
+            units.append(Unit(run, None, (0, rank, 0, ablation, given, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
                 seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for t, task in enumerate(tasks):
                     for fseed in seeds:
                         key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
-                        order = (t, rank, 1 if final else 2, ablation, key)
+                        order = (t, rank, 1 if final else 2, ablation, given, key)
                         units.append(Unit(key, run, order))
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
                 key = f"finetune.{task}.none-p{pseed}.f{fseed}"
-                units.append(Unit(key, None, (t, rank, 1, False, key)))
+                units.append(Unit(key, None, (t, rank, 1, False, given + 1, key)))
     return units
 
 
@@ -749,10 +759,14 @@ def make_setup(args, data) -> dict:
     electra = flops_per_sequence(variant_configs(base, Variant("e", "electra"), 0))
     budget = args.electra_steps * args.batch_size * electra
     plans = {
-        name: plan_steps(
-            budget, flops, args.batch_size, args.checkpoint_every, fractions
+        v.name: plan_steps(
+            budget,
+            electra if v.equal_steps else per_sequence[v.name],
+            args.batch_size,
+            args.checkpoint_every,
+            fractions,
         )
-        for name, flops in per_sequence.items()
+        for v in variants
     }
     return {
         "preset": args.preset,
@@ -1253,6 +1267,12 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             "from its training split, the same for every run."
             if setup.get("pos_train_sentences")
             else ""
+        )
+        + (
+            " Other generators (paper Figure 3) train for ELECTRA's steps, "
+            "each at its own FLOPs."
+            if any(_is_generator_ablation(n) for n in setup["total_steps"])
+            else ""
         ),
         "",
     ]
@@ -1313,8 +1333,12 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
     return "\n".join(lines)
 
 
+def _is_generator_ablation(name: str) -> bool:
+    return name.startswith("electra_generator_") or name == "electra_uniform_generator"
+
+
 def _runs(runs) -> str:
-    """"3 x 3" (pre-training runs x fine-tuning seeds each), or
+    """ "3 x 3" (pre-training runs x fine-tuning seeds each), or
     "2 (4 fine-tuning runs)" while some run has fewer seeds than another."""
     per_run = collections.Counter(run["pretraining_seed"] for run in runs)
     counts = set(per_run.values())

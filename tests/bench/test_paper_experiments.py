@@ -103,6 +103,18 @@ def test_a_variant_with_fewer_seeds_runs_with_the_last_seed_of_the_others_after_
     )
 
 
+def test_rows_with_fewer_seeds_run_in_the_order_given_not_by_name():
+    setup = _setup(
+        variant_seeds={"electra": [1, 2], "mlm": [1, 2], "electric": [1], "all": [1]},
+        kept_steps={"electra": [100], "mlm": [140], "electric": [90], "all": [80]},
+    )
+    order = [u.key for u in sorted(study.plan_units(setup), key=lambda u: u.priority)]
+    assert order.index("pretrain.electric.p1") < order.index("pretrain.all.p1")
+    assert order.index("finetune.pos.electric-p1-s90.f2") < order.index(
+        "finetune.pos.all-p1-s80.f1"
+    )
+
+
 def test_electric_and_gdes_are_variants_with_their_overrides():
     args = study.parse_args(["--objectives", "electra,electric", "--gdes"])
     variants = {v.name: v.overrides() for v in study.make_variants(args)}
@@ -111,6 +123,28 @@ def test_electric_and_gdes_are_variants_with_their_overrides():
         "electric": {"objective": "electric"},
         "electra_gdes": {"objective": "electra", "embedding_sharing": "gdes"},
     }
+
+
+def test_generators_get_electras_steps_and_objectives_its_flops():
+    # Figure 3 compares generators at equal discriminator steps, Table 5
+    # objectives at equal pre-training FLOPs.
+    args = study.parse_args(
+        ["--objectives", "electra,mlm", "--generator-sizes", "0.5"]
+        + ["--uniform-generator", "--electra-steps", "1000"]
+        + ["--checkpoint-every", "100", "--fractions", "0.5,1"]
+    )
+    vocabulary = types.SimpleNamespace(size=1000, md5=lambda: "md5")
+    data = {"vocabulary": vocabulary, "max_seq_length": 128, "train": "train-*"}
+    setup = study.make_setup(args, data)
+    steps, flops = setup["total_steps"], setup["flops_per_sequence"]
+    assert steps["electra_generator_0.5"] == steps["electra"] == 1000
+    assert steps["electra_uniform_generator"] == 1000
+    assert setup["kept_steps"]["electra_generator_0.5"] == [500, 1000]
+    assert flops["electra_generator_0.5"] > flops["electra"]
+    assert steps["mlm"] != 1000
+    # MLM's steps cost ELECTRA's FLOPs, to the nearest --checkpoint-every.
+    budget = setup["budget_flops"]
+    assert abs(steps["mlm"] * 64 * flops["mlm"] - budget) <= 50 * 64 * flops["mlm"]
 
 
 class _Stub:
