@@ -1,7 +1,8 @@
 """The files fine-tuning reads and writes, each problem one error naming the line.
 
-* `read_text(path, error)`: a file's UTF-8 text (a byte-order mark dropped);
-  a missing file, or a byte that is not UTF-8, raises `error`.
+* `read_text(path, error)`: a file's UTF-8 text (a byte-order mark dropped;
+  a `.gz` name is decompressed); a missing file, a corrupt `.gz`, or a byte
+  that is not UTF-8 raises `error`.
 * `table_rows(path, kind, error)`: the rows of a CSV, TSV or JSON Lines file
   (or one JSON array of objects), with their line numbers; `read_columns`
   their texts and labels (your own files, GLUE's TSVs).
@@ -12,6 +13,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -33,6 +35,11 @@ def read_text(path: str, error: type[Exception]) -> str:
         raise error(f"{path}: file not found")
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
+    if os.fspath(path).lower().endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as problem:
+            raise error(f"{path}: not a readable gzip file ({problem})") from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as problem:

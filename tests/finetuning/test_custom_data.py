@@ -6,6 +6,7 @@ both give the same dev accuracy, epoch by epoch.
 """
 
 import csv
+import gzip
 import json
 import pathlib
 
@@ -170,6 +171,19 @@ def test_bad_tsv_and_jsonl_rows(tmp_path):
         read_labelled_file(tmp_path / "z.txt", ["text"], "label")
     with pytest.raises(DataFileError, match=r"nowhere.csv: file not found"):
         read_labelled_file(tmp_path / "nowhere.csv", ["text"], "label")
+
+
+def test_a_gzipped_file_reads_as_its_text_and_a_corrupt_one_is_named(tmp_path):
+    plain = write(tmp_path / "train.csv", GOOD_TRAIN)
+    packed = write(tmp_path / "train.csv.gz", gzip.compress(GOOD_TRAIN.encode()))
+    assert read_labelled_file(packed, ["text"], "label") == read_labelled_file(
+        plain, ["text"], "label"
+    )
+    broken = write(tmp_path / "dev.csv.gz", gzip.compress(GOOD_TRAIN.encode())[:-9])
+    with pytest.raises(DataFileError, match=r"dev.csv.gz: not a readable gzip file"):
+        read_labelled_file(broken, ["text"], "label")
+    with pytest.raises(DataFileError, match=r"x.csv.gz: not a readable gzip file"):
+        read_labelled_file(write(tmp_path / "x.csv.gz", GOOD_TRAIN), ["text"], "label")
 
 
 def test_empty_and_null_labels_are_refused_with_their_line(tmp_path):
