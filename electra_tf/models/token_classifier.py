@@ -7,7 +7,12 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
-from electra_tf.models.dynamic_padding import pad_rows, padded_rows, trim_padding
+from electra_tf.models.dynamic_padding import (
+    length_order,
+    pad_rows,
+    padded_rows,
+    trim_padding,
+)
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
@@ -242,7 +247,9 @@ class ElectraTokenClassifier(keras_hub.models.Task):
         """Per sentence, the logits of each word: a list of [words, num_classes].
 
         `x`: lists of words, raw texts, or a dataset of either (batches).
-        Without a preprocessor: Keras' `predict` on packed inputs.
+        In memory, they are predicted shortest first (`length_order`) and
+        returned in the order given. Without a preprocessor: Keras'
+        `predict` on packed inputs.
         """
         if self.preprocessor is None:
             return super().predict(x, batch_size=batch_size, verbose=verbose, **kwargs)
@@ -250,8 +257,11 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             self._word_logits_function = tf.function(
                 lambda batch: self.word_logits(batch)[0], reduce_retracing=True
             )
+        order = None
         if is_in_memory(x):
-            x = in_memory_dataset(_words_or_text(x), batch_size=batch_size)
+            x = _words_or_text(x)
+            order = length_order(x)
+            x = in_memory_dataset(tf.gather(x, order), batch_size=batch_size)
         results = []
         for batch in x:
             if isinstance(batch, tuple):
@@ -259,7 +269,12 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             logits = self._word_logits_function(batch)
             flat = logits.flat_values.numpy()
             results.extend(np.split(flat, logits.row_splits.numpy()[1:-1]))
-        return results
+        if order is None:
+            return results
+        given = [None] * len(results)
+        for rank, index in enumerate(order):
+            given[index] = results[rank]
+        return given
 
     def predict_tags(self, x, batch_size=None) -> list[list[str]]:
         """One tag string per word of each sentence (words or raw text in)."""

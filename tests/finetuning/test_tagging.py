@@ -316,6 +316,18 @@ def test_every_word_is_tagged_however_long_the_sentence(reloaded, tagging_run):
     assert [row.shape for row in logits] == [(2, len(data.tags)), (0, len(data.tags))]
 
 
+def test_predictions_run_shortest_first_and_come_back_in_the_order_given(
+    reloaded, tagging_run
+):
+    _, _, data = tagging_run
+    # Longest first, so that the order predict runs them in is not this one.
+    sentences = sorted(data.dev.words[:8], key=lambda s: -sum(map(len, s)))
+    together = reloaded.predict([list(s) for s in sentences], batch_size=3, verbose=0)
+    for sentence, logits in zip(sentences, together):
+        alone = reloaded.predict([list(sentence)], verbose=0)[0]
+        np.testing.assert_allclose(logits, alone, atol=1e-5)
+
+
 FRESH_PROCESS = r"""
 import importlib.abc, json, sys
 

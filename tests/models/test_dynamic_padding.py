@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.dynamic_padding import (
+    length_order,
     pad_rows,
     padded_rows,
     trim_padding,
@@ -30,6 +31,13 @@ def test_length_is_the_longest_row_rounded_up_few_lengths_under_xla():
     assert int(trimmed_length(mask[:, :60])) == 60  # capped at the packed length
     # An empty batch (a tagging batch of empty sentences) keeps a length.
     assert int(trimmed_length(np.zeros((0, 64), bool))) == 1
+
+
+def test_length_order_is_fewest_characters_first_for_texts_and_words():
+    texts = np.array(["a long one", "x", "mid dle"], dtype=object)
+    assert list(length_order(texts)) == [1, 2, 0]
+    words = tf.ragged.constant([["a", "long", "one"], ["x"], ["mid", "dle"]])
+    assert list(length_order(words)) == [1, 2, 0]
 
 
 def test_trimmed_inputs_give_the_same_outputs_at_real_tokens():
