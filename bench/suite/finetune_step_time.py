@@ -27,7 +27,11 @@ with the model, optimizer and dataset fine-tuning builds
   `xla_no_metrics`, `xla_steps_per_execution` (`--steps-per-execution` steps
   a call), and `xla_gradients` (forward and backward alone, no optimizer,
   loss tracker or metrics: the model's share);
-* each XLA variant's first call (tracing and compiling one shape).
+* each XLA variant's first call (tracing and compiling one shape);
+* `dev_evaluation` (tagging): CPU seconds to tag the dev split with
+  `predict` in file order (a dataset, taken as it comes) and as in-memory
+  sentences (run shortest first, `dynamic_padding.length_order`), as
+  fine-tuning does after every epoch.
 
 Every variant lives in this one process, on one thread pinned to one CPU
 (`--core`), and the variants take turns round by round, so a shared
@@ -389,6 +393,9 @@ def measure_task(task, args, variants):
             + ", ".join(f"{v} {timings[v]['cpu'][-1]:.3f}" for v in variants),
             flush=True,
         )
+    if task.name == "tagging":
+        result["dev_evaluation"] = dev_evaluation(task, graph_model, args.rounds)
+        print(f"tagging dev evaluation: {result['dev_evaluation']}", flush=True)
     flops = shape[0] * executed_encoder_training_flops(task.model_config, shape[1])
     peak = statistics.median(p["gflops_per_cpu_second"] for p in peaks)
     rows = {}
@@ -409,6 +416,36 @@ def measure_task(task, args, variants):
             "variants": rows,
         }
     )
+    return result
+
+
+def dev_evaluation(task, model, rounds) -> dict:
+    """CPU seconds to tag the dev split in file order and in length order,
+    the two taking turns round by round; medians over `rounds`."""
+    from electra_tf.models.in_memory import in_memory_dataset
+
+    sentences = [list(words) for words in task.data.dev.words]
+    batch_size = task.recipe.eval_batch_size
+    ways = {
+        "file_order": lambda: model.predict(
+            in_memory_dataset(sentences, batch_size=batch_size)
+        ),
+        "length_order": lambda: model.predict(sentences, batch_size=batch_size),
+    }
+    for predict in ways.values():
+        predict()  # tracing
+    seconds = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, predict in ways.items():
+            cpu = time.process_time()
+            predict()
+            seconds[name].append(time.process_time() - cpu)
+    result = {"sentences": len(sentences), "batch_size": batch_size}
+    for name, rounds_seconds in seconds.items():
+        result[name] = {
+            "cpu_seconds": statistics.median(rounds_seconds),
+            "rounds_cpu_seconds": rounds_seconds,
+        }
     return result
 
 

@@ -97,8 +97,8 @@ def length_order(texts) -> np.ndarray:
     tokenizer. Predicting in that order (and restoring it after) cuts each
     batch to about its own sentences' length instead of the longest of a
     random draw: tagging Brown POS dev (5,860 sentences, batches of 128, the
-    `cpu` preset's size) took ~35% less CPU time (`--task tagging`'s every
-    epoch; probe of 2026-11-26, logits equal within 3e-7)."""
+    `cpu` preset's size) takes a third less CPU time (BENCHMARKS.md section
+    12, "Tagging dev in length order")."""
     lengths = tf.strings.length(texts)
     if lengths.shape.rank > 1:
         lengths = tf.reduce_sum(lengths, axis=1)

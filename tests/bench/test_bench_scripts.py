@@ -495,3 +495,19 @@ def test_peer_tokenizer_reads_the_vocabulary_not_unknown_tokens():
 
     tokenizer = bert_tokenizer(REPO / "electra_tf" / "assets" / "vocab.txt")
     assert tokenizer("the movie")["input_ids"] == [101, 1996, 3185, 102]
+
+
+def test_finetune_step_time_tags_dev_in_file_and_in_length_order():
+    from bench.suite import finetune_step_time
+    from electra_tf.data.vocabulary import Vocabulary
+
+    args = finetune_step_time.parse_args(
+        ["--preset", "tiny", "--batch-size", "8", "--max-seq-length", "32"]
+    )
+    vocabulary = Vocabulary.from_file(args.vocab)
+    task = finetune_step_time.Task("tagging", args, vocabulary)
+    result = finetune_step_time.dev_evaluation(task, task.model(False), rounds=1)
+    assert result["sentences"] == len(task.data.dev.words)
+    for order in ("file_order", "length_order"):
+        assert result[order]["cpu_seconds"] > 0
+        assert len(result[order]["rounds_cpu_seconds"]) == 1
