@@ -403,11 +403,14 @@ def plan_units(setup: dict) -> list[Unit]:
                         key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
                         order = (t, rank, 1 if final else 2, ablation, given, key)
                         units.append(Unit(key, run, order))
+    # No pre-training sorts after every variant's final encoders of its rank.
+    after_variants = len(setup["variant_seeds"])
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
                 key = f"finetune.{task}.none-p{pseed}.f{fseed}"
-                units.append(Unit(key, None, (t, rank, 1, False, given + 1, key)))
+                order = (t, rank, 1, False, after_variants, key)
+                units.append(Unit(key, None, order))
     return units
 
 
