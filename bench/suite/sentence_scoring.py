@@ -46,6 +46,16 @@ on replacements, exactly 0.5 (all ties) on swaps, by construction.
 
     python -m bench.suite.sentence_scoring --electric-steps 300 \\
         --out-dir /tmp/sentence_scoring
+
+Finished runs instead (`--electric-run` and `--mlm-run`: model directories
+of `pretrain/run.py`, e.g. a study's runs at the `cpu` preset): nothing is
+pre-trained; the two runs must have trained on the same TFRecords, and the
+text comes from the corpus those were built from (the inputs, seed and
+`eval_fraction` in their `stats.json`). The pairs' sentences are those of the
+documents the build held out for evaluation (`is_held_out`), less any that
+occur verbatim in a training document; word frequencies are counted over the
+training documents. Each run's training FLOPs are reported as the paper
+counts them; the script does not refuse unequal budgets, it records them.
 """
 
 from __future__ import annotations
@@ -103,9 +113,19 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--held-out",
-        required=True,
         help="Text the pairs come from, one sentence a line: the whole Brown "
-        "Corpus (brown.txt.gz); its sentences in the bundled excerpt are left out.",
+        "Corpus (brown.txt.gz); its sentences in the bundled excerpt are left "
+        "out. Needed unless --electric-run and --mlm-run are given.",
+    )
+    parser.add_argument(
+        "--electric-run",
+        help="A finished --objective electric run's model directory: score "
+        "its export instead of pre-training (with --mlm-run).",
+    )
+    parser.add_argument(
+        "--mlm-run",
+        help="A finished --objective mlm run's model directory, trained on "
+        "the same TFRecords as --electric-run.",
     )
     parser.add_argument(
         "--pairs", type=int, default=1000, help="Pairs (half each kind)."
@@ -114,7 +134,12 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=3, help="Timed rounds.")
     parser.add_argument("--out-dir", default="runs/sentence_scoring")
     parser.add_argument("--output", default="bench/results/sentence_scoring.json")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if (args.electric_run is None) != (args.mlm_run is None):
+        parser.error("give both --electric-run and --mlm-run, or neither")
+    if args.electric_run is None and args.held_out is None:
+        parser.error("--held-out is needed when the script pre-trains")
+    return args
 
 
 # === Minimal pairs ===
@@ -208,14 +233,14 @@ def minimal_pairs(sentences, ranking, pairs: int, seed: int) -> list[dict]:
     return found
 
 
-def held_out_sentences(path, bundled_lines, tokenizer, max_tokens) -> list[str]:
-    """Sentences of `path` not in the bundled corpus, 6-25 words, that fit."""
-    bundled = set(bundled_lines)
+def held_out_sentences(candidates, training_lines, tokenizer, max_tokens):
+    """The `candidates` not in the training text, 6-25 words, that fit."""
+    training = set(training_lines)
     lines = sorted(
         {
             line
-            for line in read_lines(path)
-            if line not in bundled and MIN_WORDS <= len(line.split(" ")) <= MAX_WORDS
+            for line in candidates
+            if line not in training and MIN_WORDS <= len(line.split(" ")) <= MAX_WORDS
         }
     )
     lengths = [len(ids) for ids in tokenizer.tokenize(lines)]
@@ -265,7 +290,8 @@ def unigram_scores(sentences, counts) -> list[float]:
 
 # === Pre-training ===
 def pretrain_both(args):
-    """Builds the data, pre-trains Electric and MLM at equal FLOPs."""
+    """(text, runs): builds the data, pre-trains Electric and MLM at equal
+    FLOPs; the text is the bundled corpus and `--held-out`'s lines."""
     import keras
 
     from electra_tf.data.preparation import prepare_pretraining_data
@@ -313,17 +339,136 @@ def pretrain_both(args):
             "wall_seconds_this_call": time.perf_counter() - wall,
             "export": str(model_dir / "export"),
         }
-    return data, runs
+    text = {
+        "vocabulary": data.vocabulary,
+        "sequence_length": length,
+        "training_lines": [
+            line
+            for path in sorted(BUNDLED_CORPUS.glob("*.txt.gz"))
+            for line in read_lines(path)
+        ],
+        "candidates": read_lines(args.held_out),
+        "source": {"preset": args.preset, "held_out": args.held_out},
+    }
+    return text, runs
+
+
+# === Finished runs ===
+def read_run(model_dir) -> dict:
+    """A finished run's config.json and eval_results.json, or one error line."""
+    import json
+
+    found = {}
+    for name in ("config.json", "eval_results.json"):
+        path = pathlib.Path(model_dir) / name
+        if not path.is_file():
+            raise SystemExit(f"error: {model_dir} is not a finished run: no {name}")
+        found[name] = json.loads(path.read_text())
+    return found
+
+
+def finished_runs(args):
+    """(text, runs) of `--electric-run` and `--mlm-run` (see the docstring)."""
+    from electra_tf.config import ModelConfig, PretrainingConfig
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.pretraining.flops import pretraining_flops
+
+    runs, configs = {}, {}
+    for objective, model_dir in (
+        ("electric", args.electric_run),
+        ("mlm", args.mlm_run),
+    ):
+        found = read_run(model_dir)
+        config = configs[objective] = found["config.json"]
+        if config["pretraining"]["objective"] != objective:
+            raise SystemExit(
+                f"error: --{objective}-run {model_dir} was trained with "
+                f"--objective {config['pretraining']['objective']}"
+            )
+        per_sequence = pretraining_flops(
+            ModelConfig.from_dict(config["model"]),
+            PretrainingConfig.from_dict(config["pretraining"]),
+        )
+        training = config["training"]
+        runs[objective] = {
+            "run": str(model_dir),
+            "steps": training["train_steps"],
+            "flops_per_sequence": per_sequence,
+            "training_flops": training["train_steps"]
+            * training["batch_size"]
+            * per_sequence,
+            "held_out": found["eval_results.json"],
+            "export": str(pathlib.Path(model_dir) / "export"),
+        }
+    electric, mlm = configs["electric"], configs["mlm"]
+    if electric["training"]["train_data"] != mlm["training"]["train_data"]:
+        raise SystemExit(
+            "error: --electric-run and --mlm-run trained on different data: "
+            f"{electric['training']['train_data']} and "
+            f"{mlm['training']['train_data']}"
+        )
+    sizes = ("num_layers", "hidden_dim", "embedding_dim", "num_heads")
+    if any(electric["model"][k] != mlm["model"][k] for k in sizes):
+        raise SystemExit(
+            "error: --electric-run and --mlm-run differ in size: "
+            + ", ".join(f"{k} {electric['model'][k]}/{mlm['model'][k]}" for k in sizes)
+        )
+    vocabulary = Vocabulary.from_file(electric["vocabulary"])
+    text = corpus_split(pathlib.Path(electric["training"]["train_data"]).parent)
+    return {
+        **text,
+        "vocabulary": vocabulary,
+        "sequence_length": electric["pretraining"]["max_seq_length"],
+    }, runs
+
+
+def corpus_split(data_dir: pathlib.Path) -> dict:
+    """The training and held-out lines of the corpus `data_dir` was built
+    from, split by document as the build split it (`is_held_out`)."""
+    import json
+
+    from electra_tf.data.corpus import iter_documents
+    from electra_tf.data.tfrecord_writer import is_held_out
+
+    stats_path = data_dir / "stats.json"
+    if not stats_path.is_file():
+        raise SystemExit(f"error: no stats.json in {data_dir}: not a build's output")
+    stats = json.loads(stats_path.read_text())
+    training, held_out, documents = [], [], {}
+    index = 0
+    for name in stats["input_files"]:
+        if not pathlib.Path(name).is_file():
+            raise SystemExit(
+                f"error: corpus file {name} (named by {stats_path}) not found "
+                "from this directory"
+            )
+        held = 0
+        for document in iter_documents(name):
+            if is_held_out(index, stats["seed"], stats["eval_fraction"]):
+                held_out.extend(document)
+                held += 1
+            else:
+                training.extend(document)
+            index += 1
+        documents[name] = held
+    if sum(documents.values()) != stats["eval_documents"]:
+        raise SystemExit(
+            f"error: {sum(documents.values())} held-out documents found, "
+            f"{stats_path} counts {stats['eval_documents']}: not the same corpus"
+        )
+    return {
+        "training_lines": training,
+        "candidates": held_out,
+        "source": {"data": str(data_dir), "held_out_documents": documents},
+    }
 
 
 # === Scoring ===
-def scorers(data, runs, sequence_length):
+def scorers(tokenizer, runs, sequence_length):
     import keras
 
     import electra_tf  # noqa: F401  (registers our classes for load_model)
     from electra_tf.scoring.sentence_scorer import SentenceScorer
-
-    tokenizer = data.vocabulary.tokenizer()
 
     def load(objective, name):
         return keras.models.load_model(
@@ -360,25 +505,18 @@ def time_scoring(scorers, sentences, repeats):
 def main(argv=None) -> int:
     args = parse_args(argv)
     info = run_info(__file__)
-    data, runs = pretrain_both(args)
-    from electra_tf.presets import get_preset
-
-    sequence_length = get_preset(args.preset).pretraining.max_seq_length
-    tokenizer = data.vocabulary.tokenizer()
-    bundled = [
-        line
-        for path in sorted(BUNDLED_CORPUS.glob("*.txt.gz"))
-        for line in read_lines(path)
-    ]
-    counts = word_counts(bundled)
-    ranking = frequency_ranking(counts, data.vocabulary.tokens)
+    text, runs = finished_runs(args) if args.electric_run else pretrain_both(args)
+    vocabulary, sequence_length = text["vocabulary"], text["sequence_length"]
+    tokenizer = vocabulary.tokenizer()
+    counts = word_counts(text["training_lines"])
+    ranking = frequency_ranking(counts, vocabulary.tokens)
     sentences = held_out_sentences(
-        args.held_out, bundled, tokenizer, sequence_length - 2
+        text["candidates"], text["training_lines"], tokenizer, sequence_length - 2
     )
     pairs = minimal_pairs(sentences, ranking, args.pairs, args.seed)
     texts = [p["original"] for p in pairs] + [p["corrupted"] for p in pairs]
     scores, seconds = time_scoring(
-        scorers(data, runs, sequence_length), texts, args.repeats
+        scorers(tokenizer, runs, sequence_length), texts, args.repeats
     )
     scores["unigram"] = unigram_scores(texts, counts)
     methods = {}
@@ -399,10 +537,9 @@ def main(argv=None) -> int:
     report = {
         **info,
         "setup": {
-            "preset": args.preset,
+            **text["source"],
             "sequence_length": sequence_length,
-            "vocabulary": data.vocabulary.path,
-            "held_out": args.held_out,
+            "vocabulary": vocabulary.path,
             "held_out_sentences": len(sentences),
             "eligible_words": len(ranking),
             "min_count": MIN_COUNT,

@@ -84,3 +84,57 @@ def test_accuracy_counts_ties_half_and_unigram_swaps_tie():
     counts = word_counts(CORPUS)
     swapped = unigram_scores(["aa bb zz cc", "aa zz bb cc"], counts)
     assert swapped[0] == swapped[1]
+
+
+def _document(i):
+    return [f"document {i} says its first thing .", f"and {i} says another ."]
+
+
+def test_finished_runs_text_is_split_by_document_as_the_build_split_it(tmp_path):
+    from bench.suite.sentence_scoring import corpus_split
+    from electra_tf.data.tfrecord_writer import build_pretraining_data, is_held_out
+    from electra_tf.data.vocabulary import BUNDLED_VOCABULARY, Vocabulary
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("\n".join(_document(i)) for i in range(40)) + "\n")
+    data = tmp_path / "data"
+    stats = build_pretraining_data(
+        [str(corpus)],
+        Vocabulary.from_file(BUNDLED_VOCABULARY),
+        str(data),
+        max_seq_length=32,
+        num_shards=1,
+        eval_fraction=0.25,
+        seed=7,
+        progress=False,
+    )
+    held = [i for i in range(40) if is_held_out(i, 7, 0.25)]
+    assert 0 < len(held) == stats["eval_documents"] < 40
+
+    text = corpus_split(data)
+
+    assert text["candidates"] == [line for i in held for line in _document(i)]
+    assert text["training_lines"] == [
+        line for i in range(40) if i not in held for line in _document(i)
+    ]
+    assert text["source"]["held_out_documents"] == {str(corpus): len(held)}
+    # A corpus that is not the one built from is refused, not split anew.
+    corpus.write_text("\n\n".join("\n".join(_document(i)) for i in range(3)) + "\n")
+    with pytest.raises(SystemExit, match="held-out documents found"):
+        corpus_split(data)
+    corpus.unlink()
+    with pytest.raises(SystemExit, match="corpus file .*corpus.txt .*not found"):
+        corpus_split(data)
+
+
+def test_finished_runs_must_be_given_together_and_be_runs(tmp_path, capsys):
+    from bench.suite.sentence_scoring import parse_args, read_run
+
+    with pytest.raises(SystemExit):
+        parse_args(["--electric-run", str(tmp_path)])
+    assert "both --electric-run and --mlm-run" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse_args([])
+    assert "--held-out is needed" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="not a finished run: no config.json"):
+        read_run(tmp_path)
