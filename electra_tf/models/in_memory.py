@@ -3,8 +3,9 @@
 keras-hub's tasks batch in-memory inputs (lists of strings, arrays) into a
 dataset themselves and hand Keras that dataset, so Keras then ignores
 `fit(shuffle=True)`: a file sorted by label would train in label order. Our
-task classes call `in_memory_dataset` first, which shuffles before batching
-and reshuffles every epoch, as Keras does for arrays.
+task classes take `fit` from `ShuffledFit`, which calls `in_memory_dataset`
+first: it shuffles before batching and reshuffles every epoch, as Keras does
+for arrays.
 """
 
 from __future__ import annotations
@@ -90,3 +91,43 @@ def in_memory_dataset(
             reshuffle_each_iteration=True,
         )
     return dataset.batch(batch_size or 32)
+
+
+class ShuffledFit:
+    """A keras-hub task's `fit`, except that in-memory inputs are shuffled.
+
+    With `shuffle=True` (Keras' default), in-memory `x` (as the task's
+    `in_memory_inputs` gives it) is shuffled before batching and reshuffled
+    every epoch, seeded from NumPy's global generator (`draw_shuffle_seed`).
+    A `tf.data.Dataset` is used as given. Put it before the keras-hub class:
+    `class ElectraTextClassifier(ShuffledFit, keras_hub.models.TextClassifier)`.
+    """
+
+    def in_memory_inputs(self, x, y):
+        """In-memory `x` and `y` in the form the task batches; as given here."""
+        return x, y
+
+    def fit(
+        self,
+        x=None,
+        y=None,
+        batch_size=None,
+        sample_weight=None,
+        shuffle=True,
+        **kwargs,
+    ):
+        if is_in_memory(x):
+            x, y = self.in_memory_inputs(x, y)
+            if shuffle and not kwargs.get("validation_split"):
+                x = in_memory_dataset(x, y, sample_weight, batch_size, shuffle=True)
+                # Keras warns that it ignores `shuffle` for a dataset: it is done.
+                y = sample_weight = batch_size = None
+                shuffle = False
+        return super().fit(
+            x=x,
+            y=y,
+            batch_size=batch_size,
+            sample_weight=sample_weight,
+            shuffle=shuffle,
+            **kwargs,
+        )

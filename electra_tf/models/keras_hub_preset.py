@@ -260,6 +260,39 @@ def load_keras_hub_preset(
     return encoder_from_keras_hub(backbone, dtype=dtype)
 
 
+def load_task_parts(
+    preset,
+    preprocessor_cls,
+    *,
+    load_weights=True,
+    sequence_length=128,
+    dtype=None,
+    encoder_dropout=None,
+    **preprocessor_args,
+):
+    """The encoder and a new `preprocessor_cls` of a keras-hub ELECTRA preset,
+    for a task model's `from_preset`: the preset checked, its backbone
+    converted (`load_keras_hub_preset`, `dropout=encoder_dropout`), its
+    `ElectraTokenizer` given to the preprocessor with `sequence_length` and
+    `preprocessor_args`, and the two checked to fit (`check_preset_fits`).
+
+    Raises:
+        PretrainedModelError: the directory is not a preset, or its
+            vocabulary and embedding sizes differ.
+    """
+    preset = checked_preset(preset, weights=load_weights, tokenizer=True)
+    encoder = load_keras_hub_preset(
+        preset, dtype, load_weights=load_weights, dropout=encoder_dropout
+    )
+    preprocessor = preprocessor_cls(
+        keras_hub.models.ElectraTokenizer.from_preset(preset),
+        sequence_length=sequence_length,
+        **preprocessor_args,
+    )
+    check_preset_fits(preset, encoder, preprocessor.tokenizer, sequence_length)
+    return encoder, preprocessor
+
+
 def check_preset_fits(preset, encoder, tokenizer, sequence_length) -> None:
     """A preset's tokenizer must fit its encoder's embeddings, and the packed
     length its position embeddings.

@@ -8,11 +8,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.keras_hub_preset import (
-    check_preset_fits,
-    checked_preset,
-    load_keras_hub_preset,
-)
+from electra_tf.models.keras_hub_preset import load_task_parts
 from electra_tf.models.question_answerer_preprocessor import (
     ElectraQuestionAnswererPreprocessor,
 )
@@ -215,34 +211,23 @@ class ElectraQuestionAnswerer(keras_hub.models.Task):
         encoder_dropout=None,
         **kwargs,
     ):
-        """A question answerer on a keras-hub ELECTRA preset, with a new head.
-
-        As `ElectraTextClassifier.from_preset`: `preset` is a directory written
-        by keras-hub's `save_to_preset` (our pre-training export
-        `<model_dir>/export/discriminator/` is one) or a keras-hub preset name.
-
-        Args:
-            preset: a preset directory or keras-hub preset name.
-            load_weights: False keeps the encoder randomly initialised.
-            sequence_length, max_query_length, doc_stride: the preprocessor's.
-            dtype: dtype policy of the encoder and head.
-            encoder_dropout: dropout inside the encoder; None keeps the
-                preset's rate.
-            **kwargs: passed to the constructor (`answerable`, ...).
+        """A question answerer on a keras-hub ELECTRA preset, with a new head;
+        see `ElectraTextClassifier.from_preset`. `max_query_length` and
+        `doc_stride` are the preprocessor's; `**kwargs` go to the constructor
+        (`answerable`, ...).
 
         Raises:
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        preset = checked_preset(preset, weights=load_weights, tokenizer=True)
-        encoder = load_keras_hub_preset(
-            preset, dtype, load_weights=load_weights, dropout=encoder_dropout
-        )
-        preprocessor = ElectraQuestionAnswererPreprocessor.from_preset(
+        encoder, preprocessor = load_task_parts(
             preset,
+            ElectraQuestionAnswererPreprocessor,
+            load_weights=load_weights,
             sequence_length=sequence_length,
+            dtype=dtype,
+            encoder_dropout=encoder_dropout,
             max_query_length=max_query_length,
             doc_stride=doc_stride,
         )
-        check_preset_fits(preset, encoder, preprocessor.tokenizer, sequence_length)
         return cls(backbone=encoder, preprocessor=preprocessor, **kwargs)

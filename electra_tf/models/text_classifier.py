@@ -9,12 +9,8 @@ from electra_tf.config import POOLINGS
 from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
-from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
-from electra_tf.models.keras_hub_preset import (
-    check_preset_fits,
-    checked_preset,
-    load_keras_hub_preset,
-)
+from electra_tf.models.in_memory import ShuffledFit
+from electra_tf.models.keras_hub_preset import load_task_parts
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
@@ -31,7 +27,7 @@ def masked_mean(sequence, padding_mask):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTextClassifier(keras_hub.models.TextClassifier):
+class ElectraTextClassifier(ShuffledFit, keras_hub.models.TextClassifier):
     """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
 
     The head is the original ELECTRA's: the final hidden state of `[CLS]`
@@ -51,6 +47,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
     `fit()`, `evaluate()` and `predict()` accept raw strings (or tuples of
     two string batches for sentence pairs); with `preprocessor=None` they take
     the encoder's dict of `token_ids`, `segment_ids` and `padding_mask`.
+    `fit()` shuffles in-memory inputs every epoch (`ShuffledFit`).
 
     Args:
         backbone: an `ElectraEncoder`.
@@ -129,38 +126,6 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         self.dropout = dropout
         self.pooling = pooling
 
-    def fit(
-        self,
-        x=None,
-        y=None,
-        batch_size=None,
-        sample_weight=None,
-        shuffle=True,
-        **kwargs,
-    ):
-        """keras-hub's `fit`, except that in-memory inputs are shuffled.
-
-        keras-hub batches lists and arrays into a dataset itself, and Keras
-        ignores `shuffle` for datasets; here, with `shuffle=True` (Keras'
-        default), in-memory `x` is shuffled before batching and reshuffled
-        every epoch, seeded from NumPy's global generator (which
-        `keras.utils.set_random_seed` seeds). A `tf.data.Dataset` is used as
-        given.
-        """
-        if shuffle and is_in_memory(x) and not kwargs.get("validation_split"):
-            x = in_memory_dataset(x, y, sample_weight, batch_size, shuffle=True)
-            # Keras warns that it ignores `shuffle` for a dataset: it is done.
-            y = sample_weight = batch_size = None
-            shuffle = False
-        return super().fit(
-            x=x,
-            y=y,
-            batch_size=batch_size,
-            sample_weight=sample_weight,
-            shuffle=shuffle,
-            **kwargs,
-        )
-
     def preprocess_samples(self, x, y=None, sample_weight=None):
         """The preprocessor's packed batch, cut to its longest sequence
         (`trim_padding`; to one of a few lengths under XLA): `fit`,
@@ -217,7 +182,7 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
         name of a keras-hub ELECTRA preset (downloaded, so it needs network
         access). Its `ElectraBackbone` is converted to an `ElectraEncoder`
         (exact GELU, no tanh pooler; see `electra_tf.models.keras_hub_preset`) and
-        its `ElectraTokenizer` becomes the preprocessor's.
+        its `ElectraTokenizer` becomes the preprocessor's (`load_task_parts`).
 
         Args:
             preset: a preset directory or keras-hub preset name.
@@ -234,14 +199,14 @@ class ElectraTextClassifier(keras_hub.models.TextClassifier):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        preset = checked_preset(preset, weights=load_weights, tokenizer=True)
-        encoder = load_keras_hub_preset(
-            preset, dtype, load_weights=load_weights, dropout=encoder_dropout
+        encoder, preprocessor = load_task_parts(
+            preset,
+            ElectraTextClassifierPreprocessor,
+            load_weights=load_weights,
+            sequence_length=sequence_length,
+            dtype=dtype,
+            encoder_dropout=encoder_dropout,
         )
-        preprocessor = ElectraTextClassifierPreprocessor.from_preset(
-            preset, sequence_length=sequence_length
-        )
-        check_preset_fits(preset, encoder, preprocessor.tokenizer, sequence_length)
         return cls(
             backbone=encoder,
             num_classes=num_classes,

@@ -15,8 +15,12 @@ from electra_tf.models.dynamic_padding import (
 )
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
-from electra_tf.models.in_memory import in_memory_dataset, is_in_memory
-from electra_tf.models.text_classifier import ElectraTextClassifier
+from electra_tf.models.in_memory import (
+    ShuffledFit,
+    in_memory_dataset,
+    is_in_memory,
+)
+from electra_tf.models.keras_hub_preset import load_task_parts
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
     as_ragged,
@@ -26,7 +30,7 @@ ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTokenClassifier(keras_hub.models.Task):
+class ElectraTokenClassifier(ShuffledFit, keras_hub.models.Task):
     """`ElectraEncoder` -> `sequence_output` -> dropout -> dense, at every token.
 
     The original ELECTRA's tagging head: dropout and one dense layer with a
@@ -36,8 +40,9 @@ class ElectraTokenClassifier(keras_hub.models.Task):
 
     With a preprocessor, `fit()` and `evaluate()` take sentences as lists of
     words and one tag per word (strings from the preprocessor's `tags`, or
-    ids); `predict()` takes words or raw text and returns, per sentence, the
-    logits of each word [words, num_classes]; `predict_tags()` the tags. A
+    ids; `fit()` shuffles them every epoch, `ShuffledFit`); `predict()` takes
+    words or raw text and returns, per sentence, the logits of each word
+    [words, num_classes]; `predict_tags()` the tags. A
     sentence longer than a window is predicted over several windows, so every
     word gets a tag. Without a preprocessor they are Keras' own, on the
     encoder's packed inputs.
@@ -170,58 +175,29 @@ class ElectraTokenClassifier(keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        # The text classifier's loader checks the preset and converts the
-        # encoder; its head is dropped.
-        classifier = ElectraTextClassifier.from_preset(
+        encoder, preprocessor = load_task_parts(
             preset,
-            num_classes=2,
+            ElectraTokenClassifierPreprocessor,
             load_weights=load_weights,
             sequence_length=sequence_length,
             dtype=dtype,
             encoder_dropout=encoder_dropout,
-        )
-        preprocessor = ElectraTokenClassifierPreprocessor(
-            classifier.preprocessor.tokenizer,
             tags=tags,
-            sequence_length=sequence_length,
         )
-        return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
+        return cls(backbone=encoder, preprocessor=preprocessor, **kwargs)
 
     # === Words in, words out ===
 
-    def fit(
-        self,
-        x=None,
-        y=None,
-        batch_size=None,
-        sample_weight=None,
-        shuffle=True,
-        **kwargs,
-    ):
-        """Keras' `fit`; in-memory sentences are shuffled every epoch (seeded).
-
-        `x`: lists of words (or a ragged tf.string [batch, (words)]); `y`:
-        one tag (string or id) per word. A `tf.data.Dataset` of such
-        `(words, tags)` batches is used as given.
-        """
-        if is_in_memory(x) and self.preprocessor is not None:
-            x, y = as_ragged(x), None if y is None else as_ragged(y)
-            if shuffle and not kwargs.get("validation_split"):
-                x = in_memory_dataset(x, y, sample_weight, batch_size, shuffle=True)
-                y = sample_weight = batch_size = None
-                shuffle = False
-        return super().fit(
-            x=x,
-            y=y,
-            batch_size=batch_size,
-            sample_weight=sample_weight,
-            shuffle=shuffle,
-            **kwargs,
-        )
+    def in_memory_inputs(self, x, y):
+        """Sentences as lists of words (or a ragged tf.string [batch, (words)])
+        and one tag (string or id) per word, as ragged tensors."""
+        if self.preprocessor is None:
+            return x, y
+        return as_ragged(x), None if y is None else as_ragged(y)
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
-        if is_in_memory(x) and self.preprocessor is not None:
-            x, y = as_ragged(x), None if y is None else as_ragged(y)
+        if is_in_memory(x):
+            x, y = self.in_memory_inputs(x, y)
         return super().evaluate(
             x=x, y=y, batch_size=batch_size, sample_weight=sample_weight, **kwargs
         )
