@@ -134,35 +134,25 @@ class PearsonCorrelation(keras.metrics.Metric):
     GLUE-sized data.
     """
 
-    _SUMS = ("count", "sum_x", "sum_y", "sum_xx", "sum_yy", "sum_xy")
-
     def __init__(self, name="pearson", dtype=None):
         super().__init__(name=name, dtype=dtype)
-        for sum_name in self._SUMS:
-            setattr(
-                self,
-                sum_name,
-                self.add_variable(
-                    shape=(), initializer="zeros", dtype="float32", name=sum_name
-                ),
-            )
+        # n, sum x, sum y, sum x^2, sum y^2, sum xy.
+        self.sums = self.add_variable(
+            shape=(6,), initializer="zeros", dtype="float32", name="sums"
+        )
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         if sample_weight is not None:
             raise NotImplementedError("PearsonCorrelation takes no sample weights")
         x, y = _flat_float(y_true), _flat_float(y_pred)
-        self.count.assign_add(tf.cast(tf.size(x), tf.float32))
-        self.sum_x.assign_add(tf.reduce_sum(x))
-        self.sum_y.assign_add(tf.reduce_sum(y))
-        self.sum_xx.assign_add(tf.reduce_sum(x * x))
-        self.sum_yy.assign_add(tf.reduce_sum(y * y))
-        self.sum_xy.assign_add(tf.reduce_sum(x * y))
+        terms = tf.stack([tf.ones_like(x), x, y, x * x, y * y, x * y])
+        self.sums.assign_add(tf.reduce_sum(terms, axis=1))
 
     def result(self):
-        n = self.count
-        covariance = self.sum_xy - tf.math.divide_no_nan(self.sum_x * self.sum_y, n)
-        var_x = self.sum_xx - tf.math.divide_no_nan(self.sum_x * self.sum_x, n)
-        var_y = self.sum_yy - tf.math.divide_no_nan(self.sum_y * self.sum_y, n)
+        n, sum_x, sum_y, sum_xx, sum_yy, sum_xy = tf.unstack(self.sums)
+        covariance = sum_xy - tf.math.divide_no_nan(sum_x * sum_y, n)
+        var_x = sum_xx - tf.math.divide_no_nan(sum_x * sum_x, n)
+        var_y = sum_yy - tf.math.divide_no_nan(sum_y * sum_y, n)
         # Rounding can leave a constant side's variance slightly negative.
         spread = tf.maximum(var_x, 0.0) * tf.maximum(var_y, 0.0)
         return tf.math.divide_no_nan(covariance, tf.sqrt(spread))
@@ -192,7 +182,7 @@ class SpearmanCorrelation(keras.metrics.Metric):
     """Spearman's rank correlation, from a buffer of every (target, prediction).
 
     Ranks are global, so no running statistic gives Spearman exactly. The
-    metric appends each batch to two float32 buffers of `capacity` entries
+    metric appends each batch to a float32 buffer of `capacity` pairs
     (variables of static shape, so it also runs inside a compiled train
     step) and at `result()` ranks the filled part (average ranks for ties,
     as scipy does) and returns the Pearson correlation of the ranks; 0 when
@@ -204,15 +194,10 @@ class SpearmanCorrelation(keras.metrics.Metric):
     def __init__(self, capacity=16384, name="spearman", dtype=None):
         super().__init__(name=name, dtype=dtype)
         self.capacity = capacity
-        # One extra slot at index `capacity` absorbs writes past the end.
-        self.targets = self.add_variable(
-            shape=(capacity + 1,), initializer="zeros", dtype="float32", name="targets"
-        )
-        self.predictions = self.add_variable(
-            shape=(capacity + 1,),
-            initializer="zeros",
-            dtype="float32",
-            name="predictions",
+        # (target, prediction) rows; one extra row at index `capacity`
+        # absorbs writes past the end.
+        self.pairs = self.add_variable(
+            shape=(capacity + 1, 2), initializer="zeros", dtype="float32", name="pairs"
         )
         self.count = self.add_variable(
             shape=(), initializer="zeros", dtype="int32", name="count"
@@ -230,9 +215,8 @@ class SpearmanCorrelation(keras.metrics.Metric):
         x, y = _flat_float(y_true), _flat_float(y_pred)
         positions = self.count + tf.range(tf.size(x))
         positions = tf.minimum(positions, self.capacity)[:, None]
-        self.targets.assign(tf.tensor_scatter_nd_update(self.targets, positions, x))
-        self.predictions.assign(
-            tf.tensor_scatter_nd_update(self.predictions, positions, y)
+        self.pairs.assign(
+            tf.tensor_scatter_nd_update(self.pairs, positions, tf.stack([x, y], 1))
         )
         self.count.assign_add(tf.size(x))
 
@@ -242,8 +226,9 @@ class SpearmanCorrelation(keras.metrics.Metric):
         # Unfilled slots sort after every real value, so they do not shift
         # the ranks of the filled ones; their weight 0 drops them after.
         infinity = tf.constant(float("inf"))
-        x_ranks = _average_ranks(tf.where(filled, self.targets, infinity))
-        y_ranks = _average_ranks(tf.where(filled, self.predictions, infinity))
+        targets, predictions = tf.unstack(self.pairs, axis=1)
+        x_ranks = _average_ranks(tf.where(filled, targets, infinity))
+        y_ranks = _average_ranks(tf.where(filled, predictions, infinity))
         x_ranks, y_ranks = x_ranks * weights, y_ranks * weights
         correlation = _weighted_pearson(x_ranks, y_ranks, weights)
         overflow = self.count > self.capacity
