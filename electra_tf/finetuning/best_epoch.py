@@ -1,12 +1,6 @@
-"""Best-epoch selection on dev, shared by every fine-tuning kind.
-
-A fine-tuning run scores its dev split after each epoch, keeps the weights of
-the best-scoring epoch and restores them when training ends, so whatever is
-predicted, exported or scored on a test split afterwards is the epoch chosen
-on dev alone. With a patience, training stops once the dev score has not
-improved for that many epochs (early stopping on dev). How dev is scored is
-the task kind's (`FinetuningTask.evaluate`).
-"""
+"""Best-epoch selection on dev, shared by every fine-tuning kind: whatever is
+predicted, exported or scored on a test split after training is the epoch
+chosen on dev alone; with a patience, training stops early on dev."""
 
 from __future__ import annotations
 
@@ -19,8 +13,9 @@ logger = logging.getLogger(__name__)
 
 
 class BestEpochSelection(keras.callbacks.Callback):
-    """Scores dev after each epoch with `evaluate`; restores the best epoch at
-    the end.
+    """Scores dev after each epoch with `evaluate`; restores the best epoch's
+    weights at the end. With `patience`, stops once the dev score has not
+    improved for that many epochs.
 
     `evaluate(model, logs) -> (dev, score)` (a task's `evaluate`): `dev` maps
     a split name to its metrics and `score` (higher is better) selects the

@@ -1,35 +1,15 @@
 """Your own labelled text files as a fine-tuning task: CSV, TSV or JSON Lines.
 
 `load_custom_data(train_file, dev_file, test_file, text_columns, label_column)`
-reads the files, decides whether the labels are classes or scores, and returns
-a `GlueTask` describing them and the splits as `TaskData`, which the
-classification kind fine-tunes on as on a GLUE task:
-
-* formats, by file name: `.csv` (comma-separated, standard double-quote
-  quoting), `.tsv` (tab-separated, no quoting: a quote is text, as in GLUE),
-  `.jsonl` / `.json` (one JSON object per line, or a JSON array of objects);
-  CSV and TSV files start with a header row naming the columns;
-* `text_columns`: one column (single texts) or two (text pairs, packed
-  `[CLS] a [SEP] b [SEP]`); `label_column`: the label;
-* classification or regression: forced with `label_type`, or inferred: labels
-  that are all numbers but not a small set of integers (more than
-  `MAX_INTEGER_CLASSES` distinct values, or any non-integer) are scores;
-  anything else is a set of classes, except that labels which are numbers but
-  for a few cells (at least `MOSTLY_NUMERIC` of them) are refused, naming those
-  cells: a typo in a score column, or classes to be stated with `label_type`.
-  The inferred type, and the classes with their counts, are logged (INFO);
-* classes are kept as the file writes them ("pos", "1", ...), sorted (numbers
-  numerically), so predictions and the exported SavedModel's `label` output
-  come back as the user's strings; metrics: accuracy, F1 (two classes: of
-  the second class) and MCC; scores: Pearson and Spearman.
-
-The test file's predictions (`write_test_predictions`) come back in its own
-format: its rows, every column kept, with a `prediction` column added.
-
-Problems (a missing file or column, an empty split, an empty or null label, a
-dev label train never had, a row with the wrong number of fields, a label that
-is not a number in a regression task, text that is not UTF-8) raise
-`DataFileError` with one line naming the file, the line and the value.
+reads the files, decides whether the labels are classes or scores
+(`infer_label_type`, unless `label_type` says), and returns a `GlueTask`
+describing them and the splits as `TaskData`, which the classification kind
+fine-tunes on as on a GLUE task. Classes are kept as the file writes them, so
+predictions come back as the user's strings; `write_test_predictions` writes
+the test file's rows back in its own format with a `prediction` column. The
+formats, the inference and the errors (`DataFileError`, one line naming the
+file, the line and the value) are the user's to read in finetune/README.md,
+"Your own classification or regression data".
 
 Example:
 >>> import pathlib, tempfile
@@ -85,18 +65,19 @@ def file_format(path: str) -> str:
     """ "csv", "tsv" or "jsonl", from the file name."""
     name = os.fspath(path).lower().removesuffix(".gz")
     kinds = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
-    if os.path.splitext(name)[1] in kinds:
-        return kinds[os.path.splitext(name)[1]]
-    raise DataFileError(
-        f"{path}: unknown file type; name it .csv, .tsv or .jsonl (JSON Lines)"
-    )
+    kind = kinds.get(os.path.splitext(name)[1])
+    if kind is None:
+        raise DataFileError(
+            f"{path}: unknown file type; name it .csv, .tsv or .jsonl (JSON Lines)"
+        )
+    return kind
 
 
 def read_labelled_file(
     path: str, text_columns: Sequence[str], label_column: str | None
 ) -> tuple[tuple[tuple[str, ...], ...], list, list[int]]:
-    """`files.read_columns` of a .csv, .tsv or .jsonl file (see the module
-    docstring): its texts, raw labels (`label_column` None: none, for a test
+    """`files.read_columns` of a .csv, .tsv or .jsonl file (`file_format`,
+    `files.table_rows`): its texts, raw labels (`label_column` None: none, for a test
     file) and line numbers, or `DataFileError`."""
     path = os.fspath(path)
     kind = file_format(path)
@@ -240,7 +221,9 @@ def load_custom_data(
     an error. Regression targets are used as they are (no scaling).
 
     Raises:
-        DataFileError: see the module docstring.
+        DataFileError: a missing file or column, an empty split, an empty or
+            null label, a dev label train never had, a malformed row, a label
+            that is not a number in a regression task, text that is not UTF-8.
     """
     if label_type not in LABEL_TYPES:
         raise DataFileError(
@@ -330,14 +313,10 @@ def _refuse_prediction_column(path: str) -> None:
 def write_test_predictions(
     examples: GlueExamples, predictions: Sequence[str], output_dir: str
 ) -> str:
-    """Writes the test file's rows with their predictions; returns the path.
-
-    `output_dir/test.csv`, `.tsv` or `.jsonl`, in the test file's own format
-    (`examples.source`; a JSON array comes back as JSON Lines): every row with
-    all its columns as read (the texts, and ids or anything else the file
-    holds), in file order, plus `PREDICTION_COLUMN` (your label strings;
-    scores as numbers in JSON). So a prediction is read beside its text, with
-    the tool that wrote the file.
+    """Writes `output_dir/test.<csv|tsv|jsonl>`, the test file (`examples.source`)
+    in its own format (a JSON array as JSON Lines): every row with all its
+    columns as read, in file order, plus `PREDICTION_COLUMN` (scores as
+    numbers in JSON). Returns the path.
     """
     source = examples.source
     kind = file_format(source)

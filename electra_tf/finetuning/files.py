@@ -1,13 +1,9 @@
 """The files fine-tuning reads and writes, each problem one error naming the line.
 
-* `read_text(path, error)`: a file's UTF-8 text (a byte-order mark dropped;
-  a `.gz` name is decompressed); a missing file, a corrupt `.gz`, or a byte
-  that is not UTF-8 raises `error`.
-* `table_rows(path, kind, error)`: the rows of a CSV, TSV or JSON Lines file
-  (or one JSON array of objects), with their line numbers; `read_columns`
-  their texts and labels (your own files, GLUE's TSVs).
-* `load_tfds(name, split, data_dir, error)`: a tensorflow-datasets split.
-* `write_text(path, text)` and `write_json(path, values)`: whole files.
+Readers take the exception class to raise (each data module has its own):
+`read_text`, `table_rows` and `read_columns` (CSV, TSV, JSON Lines), and
+`load_tfds`; `write_text` and `write_json` write whole files. A name ending
+`.gz` is read decompressed.
 """
 
 from __future__ import annotations

@@ -58,14 +58,8 @@ def configured_task(
 
 
 def finetune(flags: FinetuningFlags) -> tuple[str, dict]:
-    """Runs `finetune/run.py` with `flags`: returns the output directory and the
-    run's summary (`metrics.json`).
-
-    The data: a GLUE task (`--data-dir`, `--tfds`, or the demo excerpt as
-    SST-2) or your own files (`--train-file`, `--dev-file`; see
-    `electra_tf.finetuning.custom_data`); CoNLL files for `--task tagging`
-    (`--tfds`: CoNLL-2003 NER; neither: the bundled Brown POS excerpt); the
-    official SQuAD files for `--task squad1|squad2` (`--data-dir` or `--tfds`).
+    """Runs `finetune/run.py` with `flags` (the data: the kind's `load_data`):
+    returns the output directory and the run's summary (`metrics.json`).
 
     Raises `ElectraError` subclasses for everything a user can fix.
     """

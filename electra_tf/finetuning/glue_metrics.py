@@ -12,11 +12,7 @@ Classification metrics take integer labels [batch] and logits or probabilities
 [batch, num_classes] (the predicted class is the argmax). Correlations take
 targets [batch] and predictions [batch] or [batch, 1]; they are invariant to
 scaling, so STS-B's targets divided by 5 give the same values as raw scores.
-
-State that is a sum (counts, confusion matrices, Pearson's sums) aggregates
-correctly across `tf.distribute` replicas. Spearman needs every prediction
-(ranks are global), so it keeps them in a fixed-size buffer; it refuses to run
-on more than one replica, where the buffers would collide.
+Sums aggregate across `tf.distribute` replicas; Spearman's buffer cannot.
 
 Example:
 >>> import numpy as np

@@ -1,13 +1,8 @@
-"""GLUE examples from the official TSV files or tensorflow-datasets, and back out.
-
-`read_glue_tsv(task, split, data_dir)` reads one split of the official GLUE
-download (tab-separated, unquoted: GLUE texts hold unbalanced quotes);
-`load_tfds_split(task, split)` the same from `glue/<task>` in
-tensorflow-datasets. Either gives `GlueExamples` (one split, in memory), of
-which `TaskData` holds a run's; `write_submission` writes a GLUE-server TSV.
-Problems with the data (a missing file or column, a label outside the task's
-set, a malformed row, an empty split) raise `GlueDataError`, naming the file,
-the line and the value.
+"""GLUE examples from the official TSV files (`read_glue_tsv`) or
+tensorflow-datasets (`load_tfds_split`), as `GlueExamples` (one split, in
+memory), of which `TaskData` holds a run's; and back out (`write_submission`,
+a GLUE-server TSV). Problems with the data raise `GlueDataError`, naming the
+file, the line and the value.
 """
 
 from __future__ import annotations
@@ -87,10 +82,8 @@ class GlueExamples:
     @property
     def elements(self) -> tuple:
         """The examples as in-memory tensors, one a row: `(x, labels)`, or
-        `(x,)` unlabelled, where `x` is the texts (a tf.string [examples]
-        array for single-sentence tasks, a tuple of two for pairs) and
-        `labels` int32 or float32 [examples]. The classifier's preprocessor
-        tokenizes them inside `fit`/`predict`."""
+        `(x,)` unlabelled; `x` is the texts (a tuple of two for pairs), which
+        the classifier's preprocessor tokenizes inside `fit`/`predict`."""
         texts = tuple(np.array(segment, dtype=object) for segment in self.texts)
         x = texts[0] if len(texts) == 1 else texts
         # `(x,)`, not `x`, when unlabelled: Keras and tf.data take an element
@@ -194,14 +187,9 @@ def _examples(task: GlueTask, split: str, texts, labels, source: str) -> GlueExa
 def load_tfds_split(
     task: GlueTask, split: str, data_dir: str | None = None
 ) -> GlueExamples:
-    """Reads `split` of `glue/<task>` from tensorflow-datasets.
-
-    tfds downloads and prepares the data on first use (into `data_dir`, or
-    its default `~/tensorflow_datasets`). Its label ids are ours (see
-    `electra_tf.finetuning.glue_tasks`); test splits carry -1 and are returned
-    unlabelled; STS-B scores are divided by `task.label_scale` as in
-    `read_glue_tsv`.
-    """
+    """Reads `split` of `glue/<task>` from tensorflow-datasets (`load_tfds`),
+    as `read_glue_tsv` does the TSV: its label ids are ours (`glue_tasks`),
+    test splits unlabelled, STS-B scores divided by `task.label_scale`."""
     records, _ = load_tfds(
         task.tfds_name, task.tfds_split(split), data_dir, GlueDataError
     )

@@ -48,17 +48,10 @@ def layerwise_learning_rate_multipliers(
 ) -> list[tuple[str, float]]:
     """`(regex, multiplier)` pairs for `ElectraAdam(learning_rate_multipliers=)`.
 
-    Args:
-        num_layers: transformer layers L of the encoder.
-        decay: per-layer factor (ELECTRA: 0.8 for small and base, 0.9 for
-            large); 1.0 disables the decay.
-        corrected: False for the original form (top encoder layer `decay**2`),
-            True for the intended one (top encoder layer `decay**1`).
-
-    Returns:
-        One pair for the embedding block, then one per transformer layer
-        (bottom to top), each `decay ** (top - depth)` (depths as above); the
-        task head matches none of them and keeps `ElectraAdam`'s multiplier 1.
+    One pair for the embedding block, then one per transformer layer of the
+    `num_layers` (bottom to top); the task head matches none and keeps
+    `ElectraAdam`'s multiplier 1. `decay` is ELECTRA's 0.8 (small, base) or
+    0.9 (large); 1.0 disables it. `corrected`: see the module docstring.
     """
     if not 0.0 < decay <= 1.0:
         raise ValueError(f"layer-wise decay must be in (0, 1], got {decay}")

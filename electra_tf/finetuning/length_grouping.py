@@ -1,27 +1,18 @@
 """Training batches of sentences of similar length (`group_by_length`).
 
 With `trim_padding` each batch costs what its longest sentence costs, so a
-shuffled epoch still pays for the long tail in nearly every batch. Sorting
-by length first makes most batches short. As Hugging Face's
-`LengthGroupedSampler` (`group_by_length`) does, each epoch shuffles the
-examples, cuts them into runs of `RUN_BATCHES` batches, sorts each run by
-length and batches it; the batches are then shuffled within a window of a
-run's size, so consecutive steps are not ordered by length. Each epoch's
-shuffle draws new runs, so new batches.
+shuffled epoch still pays for the long tail in nearly every batch. As Hugging
+Face's `LengthGroupedSampler` does, each epoch shuffles the examples, cuts
+them into runs of `RUN_BATCHES` batches, sorts each run by length and batches
+it; the batches are then shuffled within a window of a run's size, so
+consecutive steps are not ordered by length. The length is the example's as
+the model packs it (the preprocessors' `sequence_lengths`), so neighbours in a
+sorted run differ by a position or none (BENCHMARKS.md section 12).
 
-The length is the example's as the model sees it: its real positions once
-tokenized and packed (the preprocessors' `sequence_lengths`, as
-`LengthGroupedSampler` measures `input_ids`). Neighbours in a sorted run of
-1,600 differ by a position or none, so a batch carries little padding when
-`trim_padding` cuts it to its longest. (Grouping by words, as until
-2026-11-26, left 32-41% of the positions padding on Brown POS and
-rt_polarity: pieces per word vary; then groups of 8 packed lengths, 12%.)
-
-Every batch is full but an epoch's last (`n mod batch_size` examples): no
-example is dropped, and there are two batch sizes, as with plain batching
-(under XLA, which compiles one program per input shape, that matters). An
-epoch is `ceil(n / batch_size)` batches, asserted as the dataset's
-cardinality: Keras and the learning-rate schedule know the steps.
+Every batch is full but an epoch's last: no example is dropped, and there are
+two batch sizes, as with plain batching (XLA compiles one program per shape).
+An epoch is `ceil(n / batch_size)` batches, asserted as the dataset's
+cardinality, so Keras and the learning-rate schedule know the steps.
 """
 
 from __future__ import annotations

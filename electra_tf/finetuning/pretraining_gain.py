@@ -1,13 +1,7 @@
 """What pre-training buys: a pre-trained encoder against the same architecture
-without pre-training, fine-tuned on the same task with the same seeds.
-
-`compare_with_no_pretraining` takes a task (any kind) whose `StartingPoint` is
-pre-trained, and the same task from a randomly initialised `StartingPoint` of
-the same architecture and vocabulary (what `--pretrained none --preset
-<export>` starts from). Every seed of each arm is the trainer's own
-`trainer.finetune_seed` (the recipe, the epoch chosen on dev); the test split
-is scored once per run, after that choice; each arm is summed up over the seeds
-(mean, standard deviation, range).
+without pre-training, fine-tuned on the same task with the same seeds
+(`compare_with_no_pretraining`; each run the trainer's `finetune_seed`, test
+scored once after dev chose the epoch).
 
 `run_tagging_demo` is what `finetune/demo.py` runs: the pre-training demo's
 export against no pre-training on the bundled Brown POS excerpt
@@ -85,12 +79,9 @@ def compare_with_no_pretraining(
         verbose: Keras' `fit` verbosity.
 
     Returns:
-        `{"score_definition", "arms": {arm: {"seeds": {seed: {"dev", "test",
-        "best_epoch", "epoch_scores", "dev_metrics", "test_metrics",
-        "seconds", "cpu_seconds"}}, "dev": spread, "test": spread}}, "gain":
-        {split: difference of the means}, "ahead_by_more_than_spread":
-        {split: bool}}`, where "ahead by more than the spread" means the
-        difference of the means exceeds both arms' ranges.
+        Per arm each seed's results and each split's `spread`; per split the
+        `gain` (difference of the means) and whether it exceeds both arms'
+        ranges (`ahead_by_more_than_spread`).
     """
     if task.starting_point.pretrained is None or baseline.pretrained is not None:
         raise ValueError("the task starts pre-trained; the baseline does not")
@@ -150,16 +141,11 @@ RESULT_FILE = "comparison.json"
 
 def run_tagging_demo(flags: FinetuningFlags, command: str = "") -> tuple[str, dict]:
     """What `finetune/demo.py` runs: `flags.pretrained` against the same
-    architecture without pre-training, on the CoNLL files `train.conll`,
-    `dev.conll` and (labelled) `test.conll` of `flags.data_dir` (default:
-    the bundled Brown POS excerpt), with every seed of `flags.seeds`.
-
-    The recipe is tagging's for the encoder's size with `DEMO_RECIPE` for the
-    flags left unset, then the flags and `--hparams`
-    (`finetune.configured_task`). Writes `RESULT_FILE` into
-    `flags.output_dir` (default `runs/finetune/tagging_demo`), recording
-    `command`, the date, the machine and its load; returns its path and
-    contents.
+    architecture without pre-training, on `train.conll`, `dev.conll` and
+    (labelled) `test.conll` of `flags.data_dir` (default: the bundled Brown
+    POS excerpt), with tagging's recipe and `DEMO_RECIPE` for flags left
+    unset. Writes `RESULT_FILE` (with `command`, the date, the machine and its
+    load) into the output directory; returns its path and contents.
     """
     wall, cpu, load = time.perf_counter(), time.process_time(), os.getloadavg()
     if flags.pretrained.lower() == "none":

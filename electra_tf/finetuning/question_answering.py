@@ -14,11 +14,6 @@ The best seed writes:
   `--na-prob-file`);
 * `saved_model/`: a raw-text SavedModel (`export.question_answerer`), with
   the dev-chosen no-answer threshold for 2.0, and `question_answerer.keras`.
-
-The training questions are cut into windows once per seed, before the first
-epoch (the original writes them to TFRecords once); a training batch is
-`batch_size` windows, as the original's batches of features, shuffled every
-epoch with the seed.
 """
 
 from __future__ import annotations
@@ -229,7 +224,9 @@ def training_windows(
     chunk_size: int = 256,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Every window of every training question with its labels, as numpy
-    `(x, y)` in the layout `ElectraQuestionAnswerer.fit` takes."""
+    `(x, y)` in the layout `ElectraQuestionAnswerer.fit` takes: cut once per
+    seed (the original writes them to TFRecords once), then batched as the
+    original's features, `batch_size` windows a batch."""
     windows = tf.function(preprocessor.windows, reduce_retracing=True)
     # Each question's first answer, ("", -1) for an unanswerable one.
     answers = [

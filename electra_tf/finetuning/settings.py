@@ -133,15 +133,10 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
 def resolve_finetuning_config(
     flags: FinetuningFlags, kind, architecture: dict, *, jit_compile: bool
 ) -> tuple[str, FinetuningConfig]:
-    """The recipe's size name and the run's config, in one pass.
-
-    The task kind's recipe (`kind.recipe`) for the paper size closest to the
-    encoder's width (`architecture["hidden_dim"]`), then the flags
-    (`flag_overrides`), then `jit_compile` (`--jit` resolved), then
-    `--hparams` (unknown keys raise `ConfigError`, and so do the settings the
-    kind does not read, `kind.settings_not_read`), fitted to the encoder
-    where the kind needs it (`kind.fit_recipe`).
-    """
+    """The recipe's size name and the run's config: the kind's recipe for the
+    paper size closest to the encoder's width, then the flags, `jit_compile`
+    and `--hparams` (unknown keys and the settings the kind does not read
+    raise `ConfigError`), fitted to the encoder (`kind.fit_recipe`)."""
     size, recipe = recipe_for_width(architecture["hidden_dim"])
     hparams = parse_hparams(flags.hparams)
     for name in hparams:

@@ -1,20 +1,13 @@
 """SQuAD 1.1 and 2.0: the official JSON files, tensorflow-datasets, and back out.
 
-* `read_squad_json(path, version)`: the official layout
-  (`{"version", "data": [{"title", "paragraphs": [{"context", "qas": [{"id",
-  "question", "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}`;
-  `is_impossible` only in 2.0), named as `squad_split_path` says.
-* `load_tfds_squad(version, split)`: `squad/v1.1` or `squad/v2.0` from
-  tensorflow-datasets, its records read by `examples_from_tfds`.
-* `write_predictions_json` and `write_null_odds_json`: the files the official
-  evaluation scripts read.
-
-Answer `answer_start`s are character (Unicode code point) offsets into the
-context, as in the official files. A malformed file (an article that is not
-an object or has no `paragraphs`, an `answer_start` that is not an integer, a
-duplicate question id, an empty question or context, most answers off their
-`answer_start`) raises `SquadDataError` naming the file and the article or
-question.
+`read_squad_json` reads the official layout (`{"data": [{"title",
+"paragraphs": [{"context", "qas": [{"id", "question", "answers": [{"text",
+"answer_start"}], "is_impossible"}]}]}]}`; `is_impossible` only in 2.0), whose
+`answer_start`s are character (code point) offsets into the context;
+`load_tfds_squad` tensorflow-datasets' `squad/v1.1` or `v2.0`. A malformed
+file raises `SquadDataError` naming the file and the article or question.
+`write_predictions_json` and `write_null_odds_json` write the files the
+official evaluation scripts read.
 """
 
 from __future__ import annotations
@@ -172,14 +165,9 @@ def _check_unique(source, qid, title, seen: dict):
 def examples_from_json(
     data: Mapping, version: int, source: str = ""
 ) -> list[SquadExample]:
-    """`SquadExample`s of a parsed official-layout JSON object.
-
-    An answer whose text is not at its `answer_start` in the context is kept
-    (evaluation uses only the text) with a warning; `answer_is_aligned` is
-    then False and training skips the question, as the original does. A file
-    where most answers are off their `answer_start` (1-based or byte offsets)
-    is refused.
-    """
+    """`SquadExample`s of a parsed official-layout JSON object; answers off
+    their `answer_start` are kept with a warning (`_check_misaligned`), and
+    training skips their questions (`answer_is_aligned`), as the original."""
     version_suffix(version)
     if not isinstance(data, Mapping) or not isinstance(data.get("data"), list):
         raise SquadDataError(f"{source}: not a SQuAD file (no 'data' list)")
@@ -288,14 +276,9 @@ def _text(value) -> str:
 def examples_from_tfds(
     records: Iterable[Mapping], version: int, source: str = "tfds"
 ) -> list[SquadExample]:
-    """Converts tensorflow-datasets `squad/v1.1` or `squad/v2.0` records.
-
-    A record is one question as `tfds.as_numpy` yields it: `id`, `title`,
-    `context`, `question` (bytes), `answers` (`{"text": [bytes],
-    "answer_start": [int]}`) and, in v2.0, `is_impossible` (its
-    `plausible_answers` are not used). Each becomes a one-question article
-    of the official layout, read and checked by `examples_from_json`.
-    """
+    """Converts tensorflow-datasets `squad/v1.1` or `squad/v2.0` records (one
+    question each, as `tfds.as_numpy` yields it) into one-question articles of
+    the official layout, read and checked by `examples_from_json`."""
     articles = []
     for record in records:
         qid = _text(record["id"])

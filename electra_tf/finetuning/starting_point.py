@@ -63,14 +63,10 @@ class StartingPoint:
         return dataclasses.asdict(self.model_config)
 
     def build(self, model_class, config, preprocessor_args=None, **head):
-        """A `model_class` (one of our keras-hub task models) on this encoder,
-        with a new head (`head`: the constructor's other arguments), the
-        config's sequence length (`preprocessor_args`: the preprocessor's
-        other arguments) and the config's encoder dropout, whatever the
-        pre-training's was. A preset's encoder gets its top
-        `config.reinit_layers` blocks re-drawn with BERT's initialiser; a
-        random one is built from `model_config` with a tokenizer of
-        `vocabulary`, which must fit each other.
+        """A `model_class` (one of our keras-hub task models) on this encoder
+        with a new `head` (constructor arguments), the config's sequence length
+        and encoder dropout, and `preprocessor_args`. A preset's encoder gets
+        its top `config.reinit_layers` blocks re-drawn with BERT's initialiser.
         """
         preprocessor_args = preprocessor_args or {}
         if self.pretrained is not None:

@@ -120,8 +120,7 @@ class TaggingTask(FinetuningTask):
         their metrics and the score (`score_definition`'s: span F1 for BIO
         tags, else token accuracy). Their tags must be the training file's
         (`check_tags`)."""
-        batch_size = self.config.eval_batch_size
-        predicted = model.predict_tags(sentences.words, batch_size=batch_size)
+        predicted = model.predict_tags(sentences.words, self.config.eval_batch_size)
         scores = tagging_scores(sentences.tags, predicted, self.data.span_tags)
         return scores, scores["f1" if self.data.span_tags else "accuracy"]
 
@@ -130,8 +129,7 @@ class TaggingTask(FinetuningTask):
         test = self.data.test
         if test is not None:
             path = os.path.join(output_dir, "predictions", "test.conll")
-            batch_size = self.config.eval_batch_size
-            predicted = model.predict_tags(test.words, batch_size=batch_size)
+            predicted = model.predict_tags(test.words, self.config.eval_batch_size)
             outputs["predictions"] = write_conll_predictions(test, predicted, path)
         outputs["saved_model"] = export_token_classifier(
             model, os.path.join(output_dir, "saved_model")

@@ -5,16 +5,9 @@ sentences. Columns are tab-separated if the line has a tab, else separated by
 spaces, so both `word<TAB>tag` and CoNLL-2003's `word POS chunk NER` (tag:
 NER, the last column) read; `-DOCSTART-` lines (CoNLL-2003's document
 breaks) are skipped. Every line of a file must have the same number of
-columns; a test file may have one column (words only).
-
-Problems (a missing file, a line with another number of columns, an empty
-word or tag (`word<TAB>`), no sentences, text that is not UTF-8, a dev tag
-train never had) raise
+columns; a test file may have one column (words only). Problems raise
 `TaggingDataError`, one line naming the file, the line and the value.
-
-`load_tfds_tagging` reads a tfds tagging set instead: CoNLL-2003 NER
-(`conll2003`, the words of `tokens`, the tags of `ner`) by default, its tag
-names from the dataset's `ClassLabel`.
+`load_tfds_tagging` reads a tfds tagging set instead (CoNLL-2003 NER).
 
 Example:
 >>> import pathlib, tempfile

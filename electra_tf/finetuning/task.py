@@ -1,14 +1,10 @@
 """`FinetuningTask`: what a kind of fine-tuning states; the trainer does the rest.
 
-As in google-research/electra's `finetune/task.py` and TF Model Garden's
+As google-research/electra's `finetune/task.py` and TF Model Garden's
 `official/nlp/tasks`: a task is one kind's data, the run's `FinetuningConfig`
-and the `StartingPoint`, and states what differs between kinds (data, model,
-dev score, outputs, recipe); `trainer.run_finetuning` runs every kind alike.
-The kinds, one module each: `classification.ClassificationTask` (GLUE and your
-own files), `tagging.TaggingTask` (CoNLL files) and
-`question_answering.QuestionAnsweringTask` (SQuAD 1.1 and 2.0). A fourth kind
-is a subclass in a module of its own, listed in `finetune.TASK_KINDS`
-(finetune/README.md has the steps).
+and the `StartingPoint`; `trainer.run_finetuning` runs every kind alike. The
+kinds, one module each: `classification`, `tagging`, `question_answering`; a
+fourth is a subclass listed in `finetune.TASK_KINDS` (finetune/README.md).
 """
 
 from __future__ import annotations
@@ -123,11 +119,9 @@ class FinetuningTask:
         raise NotImplementedError
 
     def training_data(self, model: keras.Model, seed: int) -> tf.data.Dataset:
-        """Training batches for `model.fit`: the `training_examples` shuffled
-        with `seed` anew every epoch and, with `group_by_length`, batched with
-        others of similar length (`length_grouping.batches`). Their number
-        in an epoch is the dataset's cardinality: Keras and the learning-rate
-        schedule count the steps from it."""
+        """Training batches for `model.fit` (`length_grouping.batches`): the
+        `training_examples` shuffled with `seed` anew every epoch, grouped by
+        length with `group_by_length`."""
         elements, lengths = self.training_examples(model)
         config = self.config
         return length_grouping.batches(

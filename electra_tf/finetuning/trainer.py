@@ -3,15 +3,10 @@
 `run_finetuning(task, output_dir, seeds)` fine-tunes once per seed
 (`finetune_seed`: the model built after the seed is set, `model.fit` with
 ELECTRA's optimizer, dev scored after every epoch and the best epoch restored)
-and writes to `output_dir`:
-
-* `metrics.json`: the run's settings, per seed and epoch the train and dev
-  metrics and scores, each seed's best epoch, and the median over seeds
-  (ELECTRA reports medians); rewritten after every seed, so a run cut short
-  keeps what it finished;
-* `logs/seed_<n>/`: TensorBoard event files (train and dev metrics);
-* the best-scoring seed's outputs: test predictions and a raw-text
-  `saved_model/` (`FinetuningTask.write_outputs`) and its Keras file.
+and writes to `output_dir` `metrics.json` (settings, per seed and epoch the
+train and dev metrics, best epochs, medians over seeds as ELECTRA reports;
+rewritten after every seed), TensorBoard logs (`logs/seed_<n>/`) and the best
+seed's outputs (`FinetuningTask.write_outputs`) and Keras file.
 """
 
 from __future__ import annotations
@@ -116,16 +111,9 @@ def run_finetuning(
 ) -> dict:
     """Fine-tunes with every seed, then predicts and exports with the best.
 
-    Args:
-        task: the data, config and starting point, of any kind.
-        output_dir: where metrics, logs, predictions and exports go.
-        seeds: one run each; the dev metrics' median is reported.
-        run_info: extra facts recorded in `metrics.json` (e.g. the
-            pre-trained model's path).
-        verbose: Keras' `fit` verbosity.
-
-    Returns:
-        The contents of `metrics.json`.
+    `run_info`: extra facts recorded in `metrics.json` (e.g. the pre-trained
+    model's path); `verbose`: Keras' `fit` verbosity. Returns the contents of
+    `metrics.json`.
     """
     if not seeds:
         raise ConfigError("at least one seed is needed")
