@@ -20,7 +20,7 @@ from electra_tf.models.in_memory import (
     in_memory_dataset,
     is_in_memory,
 )
-from electra_tf.models.keras_hub_preset import load_task_parts
+from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
     as_ragged,
@@ -175,16 +175,24 @@ class ElectraTokenClassifier(ShuffledFit, keras_hub.models.Task):
             PretrainedModelError: the directory is not a preset, or its
                 vocabulary and embedding sizes differ.
         """
-        encoder, preprocessor = load_task_parts(
+        # The text classifier's loader checks the preset and converts the
+        # encoder; its head is dropped. (Its head's initialisation draws from
+        # the seeded generators before this tagger's head: recorded fine-tuning
+        # runs, tests/finetuning/demo_runs.json, depend on that order.)
+        classifier = ElectraTextClassifier.from_preset(
             preset,
-            ElectraTokenClassifierPreprocessor,
+            num_classes=2,
             load_weights=load_weights,
             sequence_length=sequence_length,
             dtype=dtype,
             encoder_dropout=encoder_dropout,
-            tags=tags,
         )
-        return cls(backbone=encoder, preprocessor=preprocessor, **kwargs)
+        preprocessor = ElectraTokenClassifierPreprocessor(
+            classifier.preprocessor.tokenizer,
+            tags=tags,
+            sequence_length=sequence_length,
+        )
+        return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
 
     # === Words in, words out ===
 
