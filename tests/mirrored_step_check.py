@@ -27,7 +27,10 @@ def build(strategy, weights=None, optimizer=None, dropout=0.0, seed_states=None)
     preset = get_preset("tiny")
     with strategy.scope():
         model = make_pretrainer(
-            preset.model.override(vocabulary_size=200, dropout=dropout),
+            # One block per tower: what is compared (the replicas' gradient
+            # sum, clipping, dropout keys, loss scaling) is the same at any
+            # depth, and each of the nine replica traces costs per layer.
+            preset.model.override(vocabulary_size=200, dropout=dropout, num_layers=1),
             preset.pretraining.override(max_seq_length=32),
         )
         # A large rate and a clip norm the gradient exceeds, so both the
