@@ -63,6 +63,7 @@ from __future__ import annotations
 import argparse
 import collections
 import gzip
+import json
 import math
 import os
 import pathlib
@@ -356,8 +357,6 @@ def pretrain_both(args):
 # === Finished runs ===
 def read_run(model_dir) -> dict:
     """A finished run's config.json and eval_results.json, or one error line."""
-    import json
-
     found = {}
     for name in ("config.json", "eval_results.json"):
         path = pathlib.Path(model_dir) / name
@@ -413,8 +412,9 @@ def finished_runs(args):
             "error: --electric-run and --mlm-run differ in size: "
             + ", ".join(f"{k} {electric['model'][k]}/{mlm['model'][k]}" for k in sizes)
         )
-    vocabulary = Vocabulary.from_file(electric["vocabulary"])
     text = corpus_split(pathlib.Path(electric["training"]["train_data"]).parent)
+    # Tokenise as the build did: its stats say whether it lower-cased.
+    vocabulary = Vocabulary.from_file(electric["vocabulary"], text["lowercase"])
     return {
         **text,
         "vocabulary": vocabulary,
@@ -425,8 +425,6 @@ def finished_runs(args):
 def corpus_split(data_dir: pathlib.Path) -> dict:
     """The training and held-out lines of the corpus `data_dir` was built
     from, split by document as the build split it (`is_held_out`)."""
-    import json
-
     from electra_tf.data.corpus import iter_documents
     from electra_tf.data.tfrecord_writer import is_held_out
 
@@ -460,6 +458,7 @@ def corpus_split(data_dir: pathlib.Path) -> dict:
         "training_lines": training,
         "candidates": held_out,
         "source": {"data": str(data_dir), "held_out_documents": documents},
+        "lowercase": stats["lowercase"],
     }
 
 

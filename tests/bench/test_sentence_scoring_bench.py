@@ -118,6 +118,7 @@ def test_finished_runs_text_is_split_by_document_as_the_build_split_it(tmp_path)
         line for i in range(40) if i not in held for line in _document(i)
     ]
     assert text["source"]["held_out_documents"] == {str(corpus): len(held)}
+    assert text["lowercase"] is True  # the build's, for the runs' tokenizer
     # A corpus that is not the one built from is refused, not split anew.
     corpus.write_text("\n\n".join("\n".join(_document(i)) for i in range(3)) + "\n")
     with pytest.raises(SystemExit, match="held-out documents found"):
