@@ -1177,13 +1177,7 @@ def write_report(args, setup, store) -> None:
             if k.startswith("pretrain.")
         },
         "in_progress": runs_in_progress(setup, store),
-        "encoder_weights": {
-            path.name: weight_scales(path)
-            for path in sorted(
-                (store.directory.parent / "encoders").glob("*"), key=_by_step
-            )
-            if (path / "model.weights.h5").exists()
-        },
+        "encoder_weights": encoder_weights(store, output.with_suffix(".json")),
         "summary": summary,
         "comparisons": compared,
         "finetuning_runs": {
@@ -1197,6 +1191,25 @@ def write_report(args, setup, store) -> None:
     for task, points in summary.items():
         if points:  # nothing to draw before a task's first run
             plot(setup, task, points, pathlib.Path(f"{output}_{task}.png"))
+
+
+def encoder_weights(store: Store, previous_report: pathlib.Path) -> dict:
+    """Weight scales of every kept encoder: measured from the encoders on
+    disk, and carried over from the previous report for encoders no longer
+    there (a study's scratch directory can be lost between sessions while its
+    unit records are rebuilt from the report; the scales stay figures)."""
+    measured = {
+        path.name: weight_scales(path)
+        for path in (store.directory.parent / "encoders").glob("*")
+        if (path / "model.weights.h5").exists()
+    }
+    if previous_report.exists():
+        earlier = json.loads(previous_report.read_text()).get("encoder_weights", {})
+        measured = {**earlier, **measured}
+    return {
+        name: measured[name]
+        for name in sorted(measured, key=lambda name: _by_step(pathlib.Path(name)))
+    }
 
 
 def _by_step(encoder_dir: pathlib.Path) -> tuple:

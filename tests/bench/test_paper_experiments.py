@@ -684,6 +684,27 @@ def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
     )
 
 
+def test_weight_scales_of_encoders_gone_from_disk_are_kept_from_the_last_report(
+    tmp_path, monkeypatch
+):
+    store = study.Store(tmp_path)
+    previous = tmp_path / "report.json"
+    previous.write_text(
+        json.dumps({"encoder_weights": {"mlm-p1-s2000": "old", "mlm-p1-s750": "old"}})
+    )
+    kept = tmp_path / "encoders" / "mlm-p1-s2000"
+    kept.mkdir(parents=True)
+    (kept / "model.weights.h5").write_bytes(b"")
+    monkeypatch.setattr(study, "weight_scales", lambda path: f"measured {path.name}")
+    scales = study.encoder_weights(store, previous)
+    # The encoder on disk is measured again; the lost one keeps its figure.
+    assert scales == {"mlm-p1-s750": "old", "mlm-p1-s2000": "measured mlm-p1-s2000"}
+    assert list(scales) == ["mlm-p1-s750", "mlm-p1-s2000"]  # by step, not by name
+    assert study.encoder_weights(store, tmp_path / "none.json") == {
+        "mlm-p1-s2000": "measured mlm-p1-s2000"
+    }
+
+
 def test_runs_column_says_when_pretraining_runs_have_different_seed_counts():
     from bench.studies.paper_experiments import _runs
 
