@@ -83,6 +83,10 @@ LABELS = {
     "electra_gdes": "ELECTRA, GDES sharing",
     "none": "no pre-training",
 }
+# Experiment 2's variants: a generator width (GENERATOR_VARIANT + "0.5"), or
+# the uniform generator.
+GENERATOR_VARIANT = "electra_generator_"
+UNIFORM_GENERATOR_VARIANT = "electra_uniform_generator"
 ASSETS = REPO / "electra_tf" / "assets"
 KEPT_RECORD = "kept.json"  # beside a kept encoder: its step, FLOPs and held-out scores
 
@@ -146,9 +150,9 @@ class Variant:
 
 
 def label(name: str) -> str:
-    if name.startswith("electra_generator_"):
-        return f"ELECTRA, generator {name.rsplit('_', 1)[1]}"
-    if name == "electra_uniform_generator":
+    if name.startswith(GENERATOR_VARIANT):
+        return f"ELECTRA, generator {name.removeprefix(GENERATOR_VARIANT)}"
+    if name == UNIFORM_GENERATOR_VARIANT:
         return "ELECTRA, uniform generator"
     return LABELS.get(name, name)
 
@@ -301,10 +305,10 @@ def make_variants(args) -> list[Variant]:
             )
         variants.append(Variant(objective, objective))
     for size in _list(args.generator_sizes, float, "--generator-sizes"):
-        variants.append(Variant(f"electra_generator_{size:g}", "electra", size))
+        variants.append(Variant(f"{GENERATOR_VARIANT}{size:g}", "electra", size))
     if args.uniform_generator:
         variants.append(
-            Variant("electra_uniform_generator", "electra", uniform_generator=True)
+            Variant(UNIFORM_GENERATOR_VARIANT, "electra", uniform_generator=True)
         )
     if args.gdes:
         variants.append(Variant("electra_gdes", "electra", embedding_sharing="gdes"))
@@ -1350,7 +1354,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
 
 
 def _is_generator_ablation(name: str) -> bool:
-    return name.startswith("electra_generator_") or name == "electra_uniform_generator"
+    return name.startswith(GENERATOR_VARIANT) or name == UNIFORM_GENERATOR_VARIANT
 
 
 def _runs(runs) -> str:

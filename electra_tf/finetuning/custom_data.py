@@ -223,7 +223,8 @@ def load_custom_data(
     Raises:
         DataFileError: a missing file or column, an empty split, an empty or
             null label, a dev label train never had, a malformed row, a label
-            that is not a number in a regression task, text that is not UTF-8.
+            that is not a number in a regression task, text that is not UTF-8,
+            a `.gz` file that does not decompress.
     """
     if label_type not in LABEL_TYPES:
         raise DataFileError(
