@@ -12,23 +12,31 @@ import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 _PACKAGES = ("tensorflow", "keras", "keras_hub", "torch", "transformers", "tokenizers")
+# /proc/cpuinfo flag and its name, widest first.
+_VECTORS = (("avx512f", "AVX-512"), ("avx2", "AVX2"))
 
 
-def machine() -> str:
-    """CPU model, core count and memory, from /proc where there is one."""
-    model, memory = "unknown CPU", ""
+def machine(cpuinfo="/proc/cpuinfo", meminfo="/proc/meminfo") -> str:
+    """CPU model, its widest vector instructions, core count and memory, from
+    /proc where there is one: "AMD EPYC (AVX-512), 2 cores, 24 GiB". Machines
+    of one model name here differ in AVX-512, which changes both speed and the
+    rounding of a run (a rerun on the other kind is not the same run)."""
+    model, vectors, memory = "unknown CPU", "", ""
     try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    model = line.split(":", 1)[1].strip()
-                    break
-        with open("/proc/meminfo") as meminfo:
-            kib = int(meminfo.readline().split()[1])
+        fields = {}
+        with open(cpuinfo) as lines:
+            for line in lines:  # the first CPU's fields
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+        model = fields.get("model name", model)
+        flags = fields.get("flags", "").split()
+        vectors = next((f" ({name})" for flag, name in _VECTORS if flag in flags), "")
+        with open(meminfo) as lines:
+            kib = int(lines.readline().split()[1])
             memory = f", {kib / 2**20:.0f} GiB"
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} cores{memory}"
+    return f"{model}{vectors}, {os.cpu_count()} cores{memory}"
 
 
 def versions() -> dict:
