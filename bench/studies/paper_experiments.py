@@ -1383,11 +1383,24 @@ def plot(setup, task, points, path) -> None:
         curves.setdefault(point["variant"], []).append(point)
     none = curves.pop("none", [])
     for variant, curve in sorted(curves.items()):
-        curve = none[:1] + sorted(curve, key=lambda p: p["flops"])
+        curve = sorted(curve, key=lambda p: p["flops"])
+        # A compute curve starts from no pre-training; a row with only its
+        # final encoder is a point, joined to nothing it did not measure.
+        line = "-" if len(curve) > 1 else "none"
+        if len(curve) > 1:
+            curve = none[:1] + curve
         x = [p["flops"] for p in curve]
         y = [p["test_mean"] for p in curve]
         spread = [p["test_std"] for p in curve]
-        axes.errorbar(x, y, yerr=spread, marker="o", capsize=3, label=label(variant))
+        axes.errorbar(
+            x,
+            y,
+            yerr=spread,
+            marker="o",
+            linestyle=line,
+            capsize=3,
+            label=label(variant),
+        )
         for p in curve:
             axes.scatter(
                 [p["flops"]] * len(p["runs"]),
