@@ -369,6 +369,28 @@ class Store:
         }
 
 
+def pretraining_key(name: str, pseed: int) -> str:
+    return f"pretrain.{name}.p{pseed}"
+
+
+def finetuning_key(task: str, encoder: str, fseed: int) -> str:
+    return f"finetune.{task}.{encoder}.f{fseed}"
+
+
+def pretraining_key_parts(key: str) -> tuple[str, int]:
+    """The variant and pre-training seed of a `pretraining_key`. Split from
+    the right: variant names hold dots (`electra_generator_0.25`)."""
+    name, pseed = key.removeprefix("pretrain.").rsplit(".p", 1)
+    return name, int(pseed)
+
+
+def finetuning_key_parts(key: str) -> tuple[str, str, int]:
+    """The task, encoder and fine-tuning seed of a `finetuning_key`."""
+    task, rest = key.removeprefix("finetune.").split(".", 1)
+    encoder, fseed = rest.rsplit(".f", 1)
+    return task, encoder, int(fseed)
+
+
 @dataclasses.dataclass(frozen=True)
 class Unit:
     key: str
@@ -397,14 +419,15 @@ def plan_units(setup: dict) -> list[Unit]:
     for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
         for rank, pseed in enumerate(pseeds, start=most - len(pseeds)):
-            run = f"pretrain.{name}.p{pseed}"
+            run = pretraining_key(name, pseed)
             units.append(Unit(run, None, (0, rank, 0, ablation, given, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
                 seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for t, task in enumerate(tasks):
                     for fseed in seeds:
-                        key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
+                        encoder = f"{name}-p{pseed}-s{step}"
+                        key = finetuning_key(task, encoder, fseed)
                         order = (t, rank, 1 if final else 2, ablation, given, key)
                         units.append(Unit(key, run, order))
     # No pre-training sorts after every variant's final encoders of its rank.
@@ -412,7 +435,7 @@ def plan_units(setup: dict) -> list[Unit]:
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                key = f"finetune.{task}.none-p{pseed}.f{fseed}"
+                key = finetuning_key(task, f"none-p{pseed}", fseed)
                 order = (t, rank, 1, False, after_variants, key)
                 units.append(Unit(key, None, order))
     return units
@@ -442,7 +465,7 @@ def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit
 
 def _kept(store: Store, unit: Unit) -> bool:
     """Whether a fine-tuning unit's encoder is kept already (its run goes on)."""
-    _, _, encoder, _ = unit.key.split(".", 3)
+    _, encoder, _ = finetuning_key_parts(unit.key)
     return (store.directory.parent / "encoders" / encoder / "config.json").exists()
 
 
@@ -454,8 +477,7 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
     from electra_tf.config import TrainingConfig
     from electra_tf.pretraining.run import run_pretraining
 
-    _, name, pseed = key.split(".")
-    pseed = int(pseed[1:])
+    name, pseed = pretraining_key_parts(key)
     variant = next(v for v in make_variants(args) if v.name == name)
     configs = variant_configs(setup_configs(args, data), variant, pseed)
     total = setup["total_steps"][name]
@@ -605,8 +627,7 @@ def finetune_unit(args, setup, key, data) -> dict:
     from electra_tf.distribution import resolve_jit_compile
     from electra_tf.presets import recipe_for_width
 
-    _, task_name, encoder, fseed = key.split(".")
-    fseed = int(fseed[1:])
+    task_name, encoder, fseed = finetuning_key_parts(key)
     task = TASKS[task_name]
     base = setup_configs(args, data)
     _, recipe = recipe_for_width(base["model"].hidden_dim)
@@ -1140,7 +1161,7 @@ def runs_in_progress(setup, store) -> dict:
     found = {}
     for name, pseeds in setup["variant_seeds"].items():
         for pseed in pseeds:
-            key = f"pretrain.{name}.p{pseed}"
+            key = pretraining_key(name, pseed)
             model_dir = store.directory.parent / "runs" / f"{name}-p{pseed}"
             if store.done(key) or not model_dir.exists():
                 continue

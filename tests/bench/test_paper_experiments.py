@@ -147,6 +147,34 @@ def test_generators_get_electras_steps_and_objectives_its_flops():
     assert abs(steps["mlm"] * 64 * flops["mlm"] - budget) <= 50 * 64 * flops["mlm"]
 
 
+def test_unit_keys_of_generator_variants_split_back_into_their_parts():
+    # A generator's width is in its variant's name, dot and all.
+    setup = _setup(
+        variant_seeds={"electra_generator_0.25": [1]},
+        kept_steps={"electra_generator_0.25": [50, 100]},
+        total_steps={"electra_generator_0.25": 100},
+        flops_per_sequence={"electra_generator_0.25": 2.0},
+        pretraining_seeds=[1],
+    )
+    units = {u.key: u for u in study.plan_units(setup)}
+    assert study.pretraining_key_parts("pretrain.electra_generator_0.25.p1") == (
+        "electra_generator_0.25",
+        1,
+    )
+    key = "finetune.pos.electra_generator_0.25-p1-s100.f2"
+    assert units[key].needs == "pretrain.electra_generator_0.25.p1"
+    assert study.finetuning_key_parts(key) == (
+        "pos",
+        "electra_generator_0.25-p1-s100",
+        2,
+    )
+    assert study.finetuning_key_parts("finetune.pos.none-p3.f1") == (
+        "pos",
+        "none-p3",
+        1,
+    )
+
+
 class _Stub:
     """A runner that 'runs' a unit by recording it, or fails on request."""
 
