@@ -55,7 +55,9 @@ def parse_args(argv=None):
         "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging")
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
-    files.add_argument("--test-file", help="Unlabelled examples to predict (optional).")
+    files.add_argument("--test-file", help="Examples to predict (optional); "
+        "with labels (the label column; a CoNLL tag column), also scored once "
+        "with the best seed's model: metrics.json's test.")
     files.add_argument("--text-columns", help="One column, or two for text "
         "pairs, comma-separated (default: text).")
     files.add_argument("--label-column", help="The label's column (default: label).")

@@ -12,7 +12,9 @@ the mean of its metrics (as the GLUE leaderboard). The best seed writes:
   `MNLI-m.tsv`, `MNLI-mm.tsv`, and `AX.tsv` for the diagnostic set), as
   `index<TAB>prediction`, all the server takes; your own `--test-file` has no
   server and is read by you: `predictions/test.<csv|tsv|jsonl>` instead, its
-  rows (every column) with their predictions (`custom_data.write_test_predictions`);
+  rows (every column) with their predictions (`custom_data.write_test_predictions`),
+  and, if it has the label column, its metrics (`metrics.json`'s `test`: scored
+  once, with the best seed's model, after dev chose its epoch and the seed);
 * `saved_model/`: the classifier as a raw-text SavedModel
   (`electra_tf.export.classifier`) and `classifier.keras`.
 """
@@ -183,6 +185,9 @@ class ClassificationTask(FinetuningTask):
                 predictions = predictions_to_glue(examples.task, predicted)
                 path = write_test_predictions(examples, predictions, folder)
                 outputs["predictions"] = path
+                if examples.labels is not None:
+                    results = model.evaluate(dataset, verbose=0, return_dict=True)
+                    outputs["test"] = {k: float(v) for k, v in results.items()}
         outputs["saved_model"] = export_text_classifier(
             model,
             os.path.join(output_dir, "saved_model"),

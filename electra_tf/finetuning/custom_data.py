@@ -6,7 +6,8 @@ reads the files, decides whether the labels are classes or scores
 describing them and the splits as `TaskData`, which the classification kind
 fine-tunes on as on a GLUE task. Classes are kept as the file writes them, so
 predictions come back as the user's strings; `write_test_predictions` writes
-the test file's rows back in its own format with a `prediction` column. The
+the test file's rows back in its own format with a `prediction` column; a
+test file with the label column is also read labelled, to be scored. The
 formats, the inference and the errors (`DataFileError`, one line naming the
 file, the line and the value) are the user's to read in finetune/README.md,
 "Your own classification or regression data".
@@ -218,7 +219,9 @@ def load_custom_data(
     """Reads the user's splits; returns their task and data.
 
     Classes are those of the training file; a dev label train never had is
-    an error. Regression targets are used as they are (no scaling).
+    an error. Regression targets are used as they are (no scaling). A test
+    file whose first row has `label_column` is read labelled (its labels
+    checked as dev's), else unlabelled.
 
     Raises:
         DataFileError: a missing file or column, an empty split, an empty or
@@ -234,9 +237,12 @@ def load_custom_data(
         raise DataFileError(
             f"one or two text columns (a text or a pair), got {list(text_columns)}"
         )
+    labelled = [("train", train_file), ("dev", dev_file)]
+    if test_file and _has_column(test_file, label_column):
+        labelled.append(("test", test_file))
     read = {
         split: (path, *read_labelled_file(path, text_columns, label_column))
-        for split, path in (("train", train_file), ("dev", dev_file))
+        for split, path in labelled
     }
     for path, _, labels, lines in read.values():
         _refuse_missing_labels(path, labels, lines, label_column)
@@ -292,12 +298,23 @@ def load_custom_data(
     dev = examples("dev")
     test = {}
     if test_file:
-        test_texts, _, _ = read_labelled_file(test_file, text_columns, None)
         _refuse_prediction_column(test_file)
-        test[task.name, "test"] = GlueExamples(
-            task, "test", test_texts, None, source=os.fspath(test_file)
-        )
+        if "test" in read:
+            test[task.name, "test"] = examples("test")
+        else:
+            test_texts, _, _ = read_labelled_file(test_file, text_columns, None)
+            test[task.name, "test"] = GlueExamples(
+                task, "test", test_texts, None, source=os.fspath(test_file)
+            )
     return task, TaskData(train=train, dev={"dev": dev}, test=test)
+
+
+def _has_column(path: str, column: str) -> bool:
+    """Whether the file's first row (a CSV/TSV header, a JSON object) has
+    `column`."""
+    for _, row in table_rows(os.fspath(path), file_format(path), DataFileError):
+        return column in row
+    return False
 
 
 def _refuse_prediction_column(path: str) -> None:

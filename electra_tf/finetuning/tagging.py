@@ -7,7 +7,10 @@ BIO tag sets, which select the epoch (else accuracy). The recipe is
 classification's, without its classification-only settings. The best seed
 writes `predictions/test.conll` (the test file's words with predicted tags),
 `saved_model/` (raw text in; words, tags and offsets out;
-`electra_tf.export.token_classifier`) and `tagger.keras`.
+`electra_tf.export.token_classifier`) and `tagger.keras`. A labelled test file
+(a tag column, as CoNLL-2003's test split has) is also scored, once, with the
+best seed's model, after dev chose its epoch and the seed: `metrics.json`'s
+`test`.
 """
 
 from __future__ import annotations
@@ -131,6 +134,10 @@ class TaggingTask(FinetuningTask):
             path = os.path.join(output_dir, "predictions", "test.conll")
             predicted = model.predict_tags(test.words, self.config.eval_batch_size)
             outputs["predictions"] = write_conll_predictions(test, predicted, path)
+            if test.tags is not None:
+                outputs["test"] = tagging_scores(
+                    test.tags, predicted, self.data.span_tags
+                )
         outputs["saved_model"] = export_token_classifier(
             model, os.path.join(output_dir, "saved_model")
         )
@@ -140,28 +147,31 @@ class TaggingTask(FinetuningTask):
 def load_tagging_data(
     train_file: str, dev_file: str, test_file: str | None = None
 ) -> TaggingData:
-    """Reads CoNLL-layout splits; a dev tag the training file lacks is an error."""
+    """Reads CoNLL-layout splits; a dev tag the training file lacks is an error,
+    and so is one of a labelled test file (a file of words only is read
+    unlabelled)."""
     train = read_conll(train_file)
     dev = read_conll(dev_file)
     tags = tuple(sorted({tag for sentence in train.tags for tag in sentence}))
     if len(tags) < 2:
         raise TaggingDataError(f"{train_file}: one tag only ({tags[0]!r})")
     check_tags(dev, tags, train.source)
-    test = read_conll(test_file, labelled=False) if test_file else None
+    test = read_conll(test_file, labelled=None) if test_file else None
+    if test is not None:
+        check_tags(test, tags, train.source)
     return TaggingData(tags=tags, train=train, dev=dev, test=test)
 
 
 def load_tfds_tagging_data() -> TaggingData:
     """The train, dev and test splits of CoNLL-2003 NER in tfds
     (`load_tfds_tagging`), its tags the dataset's tag names in id order. The
-    test split is read unlabelled: its tags are predicted, as a test file's."""
+    test split is labelled: predicted, then scored (`metrics.json`'s `test`),
+    as a labelled test file."""
     train, tags = load_tfds_tagging("train")
     dev, _ = load_tfds_tagging("dev")
     test, _ = load_tfds_tagging("test")
     check_tags(dev, tags, train.source)
-    return TaggingData(
-        tags=tags, train=train, dev=dev, test=dataclasses.replace(test, tags=None)
-    )
+    return TaggingData(tags=tags, train=train, dev=dev, test=test)
 
 
 def build_token_classifier(

@@ -5,7 +5,8 @@ sentences. Columns are tab-separated if the line has a tab, else separated by
 spaces, so both `word<TAB>tag` and CoNLL-2003's `word POS chunk NER` (tag:
 NER, the last column) read; `-DOCSTART-` lines (CoNLL-2003's document
 breaks) are skipped. Every line of a file must have the same number of
-columns; a test file may have one column (words only). Problems raise
+columns; a test file may have one column (words only, read unlabelled) or
+a tag column (read labelled and scored). Problems raise
 `TaggingDataError`, one line naming the file, the line and the value.
 `load_tfds_tagging` reads a tfds tagging set instead (CoNLL-2003 NER).
 
@@ -66,13 +67,14 @@ class TaggedSentences:
         return words, tf.ragged.constant(ids, dtype=tf.int32)
 
 
-def read_conll(path, labelled: bool = True) -> TaggedSentences:
+def read_conll(path, labelled: bool | None = True) -> TaggedSentences:
     """Reads a CoNLL-layout file (see the module docstring).
 
     Args:
         path: the file.
         labelled: False for a file of words only (one column), or to ignore
-            its tags.
+            its tags; None: as the file is (labelled if its word lines have
+            more than one column).
     """
     path = os.fspath(path)
     text = read_text(path, TaggingDataError)
@@ -94,6 +96,8 @@ def read_conll(path, labelled: bool = True) -> TaggedSentences:
             continue
         if columns is None:
             columns = len(fields)
+            if labelled is None:
+                labelled = columns > 1
             if labelled and columns < 2:
                 raise TaggingDataError(
                     f"{path}, line {number}: one column {line[:80]!r}; expected "

@@ -388,6 +388,10 @@ def test_custom_run_predicts_and_exports_the_users_labels(rt_polarity_runs):
     texts, _ = _rt_slice("train", 4)
     assert [row["review"] for row in rows] == list(texts)
     assert {row["prediction"] for row in rows} <= {"neg", "pos"}
+    # The test file has the label column: scored once, with the model that
+    # wrote these predictions.
+    right = [row["prediction"] == row["sentiment"] for row in rows]
+    assert summary["test"]["accuracy"] == pytest.approx(sum(right) / len(rows))
     serve = tf.saved_model.load(str(run_dir / "saved_model")).signatures[
         "serving_default"
     ]

@@ -33,6 +33,7 @@ from electra_tf.finetuning.tagging_metrics import (
     is_span_tag_set,
     span_scores,
     spans,
+    tagging_scores,
     token_accuracy,
 )
 from electra_tf.finetuning.trainer import run_finetuning
@@ -128,6 +129,20 @@ def test_bad_files_get_one_line_naming_file_line_and_value(
     with pytest.raises(TaggingDataError, match=message) as error:
         load_tagging_data(train_file, dev_file)
     assert "\n" not in str(error.value)
+
+
+def test_a_test_file_is_read_labelled_if_it_has_tags_and_its_tags_are_checked(
+    tmp_path,
+):
+    train = write(tmp_path / "train.conll", "a\tX\nb\tY\n")
+    dev = write(tmp_path / "dev.conll", "a\tX\n")
+    words_only = write(tmp_path / "words.conll", "a\nb\n")
+    assert load_tagging_data(train, dev, words_only).test.tags is None
+    tagged = write(tmp_path / "tagged.conll", "b\tY\n\na\tX\n")
+    assert load_tagging_data(train, dev, tagged).test.tags == (("Y",), ("X",))
+    unseen = write(tmp_path / "test.conll", "a\tX\n\nb\tZ\n")
+    with pytest.raises(TaggingDataError, match=r"test.conll, line 3: tag 'Z' does not"):
+        load_tagging_data(train, dev, unseen)
 
 
 # === Metrics ===
@@ -291,6 +306,9 @@ def test_run_writes_metrics_predictions_and_exports(tagging_run):
     predicted = read_conll(output_dir / "predictions" / "test.conll")
     assert predicted.words == data.test.words  # every word of every sentence
     assert set(t for s in predicted.tags for t in s) <= set(data.tags)
+    # The fixture's test file is labelled: scored once, from these predictions.
+    scores = tagging_scores(data.test.tags, predicted.tags, False)
+    assert on_disk["test"] == json.loads(json.dumps(scores))
     (events,) = (output_dir / "logs" / "seed_1" / "validation").iterdir()
     tags = {
         value.tag
