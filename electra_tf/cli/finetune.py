@@ -123,6 +123,13 @@ def main(args) -> int:
         median["score"],
         summary["score_definition"],
     )
+    if "test" in summary:
+        logging.info(
+            "%s test, scored once with seed %s's model: %s",
+            summary["task"],
+            summary["best_seed"],
+            json.dumps(summary["test"]),
+        )
     logging.info("Metrics, predictions and SavedModel in %s", output_dir)
     return 0
 

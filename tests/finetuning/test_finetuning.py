@@ -422,6 +422,25 @@ def test_cli_result_line_says_what_the_score_is(cli, caplog, monkeypatch):
         'mrpc dev, median of 3 seeds: {"dev": {"accuracy": 0.7, "f1": 0.8}} '
         "(score 0.7500 = the mean of dev accuracy, f1)"
     ) in caplog.messages
+    assert not any(" test, " in m for m in caplog.messages)  # no labelled test
+
+
+def test_cli_says_a_labelled_test_files_score_and_whose_model(cli, caplog, monkeypatch):
+    summary = {
+        "task": "tagging",
+        "seeds": {"1": {}, "2": {}},
+        "median": {"dev": {"dev": {"accuracy": 0.9}}, "score": 0.9},
+        "score_definition": "dev token accuracy",
+        "best_seed": 2,
+        "test": {"accuracy": 0.875},
+    }
+    monkeypatch.setattr(cli, "finetune", lambda flags: ("runs/tagging", summary))
+    caplog.set_level(logging.INFO)
+    assert cli.main(["--task", "tagging"]) == 0
+    assert (
+        'tagging test, scored once with seed 2\'s model: {"accuracy": 0.875}'
+        in caplog.messages
+    )
 
 
 def test_cli_help_says_what_the_score_is(cli, capsys):
