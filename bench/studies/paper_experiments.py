@@ -1216,6 +1216,9 @@ def write_report(args, setup, store) -> None:
     for task, points in summary.items():
         if points:  # nothing to draw before a task's first run
             plot(setup, task, points, pathlib.Path(f"{output}_{task}.png"))
+        if any(_is_generator_ablation(p["variant"]) for p in points.values()):
+            path = pathlib.Path(f"{output}_{task}_generators.png")
+            plot_generators(setup, task, points, path)
 
 
 def encoder_weights(store: Store, previous_report: pathlib.Path) -> dict:
@@ -1401,7 +1404,10 @@ def plot(setup, task, points, path) -> None:
     figure, axes = plt.subplots(figsize=(7, 4.5))
     curves = {}
     for point in points.values():
-        curves.setdefault(point["variant"], []).append(point)
+        # Other generators train for ELECTRA's steps, not its FLOPs: they are
+        # drawn against their width (`plot_generators`), not on this axis.
+        if not _is_generator_ablation(point["variant"]):
+            curves.setdefault(point["variant"], []).append(point)
     none = curves.pop("none", [])
     for variant, curve in sorted(curves.items()):
         curve = sorted(curve, key=lambda p: p["flops"])
@@ -1435,6 +1441,71 @@ def plot(setup, task, points, path) -> None:
     axes.set_xlabel("pre-training FLOPs (paper's count)")
     axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
     axes.set_title(f"{task}: test score against pre-training compute")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def generator_width(setup: dict, variant: str) -> float | None:
+    """A variant's generator width as a fraction of the discriminator's
+    (ELECTRA's own: the preset's, or the study's --hparams); None for the
+    uniform generator and the variants that are not ELECTRA's generators."""
+    if variant.startswith(GENERATOR_VARIANT):
+        return float(variant.removeprefix(GENERATOR_VARIANT))
+    if variant == "electra":
+        from electra_tf.presets import get_preset
+
+        own = get_preset(setup["preset"]).model.generator_hidden_size
+        return float(setup.get("hparams", {}).get("generator_hidden_size", own))
+    return None
+
+
+def plot_generators(setup, task, points, path) -> None:
+    """The paper's Figure 3 at this scale: the final encoders' test score
+    against the generator's width, at equal discriminator steps; the uniform
+    generator and no pre-training as lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    final = {}
+    for point in points.values():
+        if point["step"] >= final.get(point["variant"], {"step": -1})["step"]:
+            final[point["variant"]] = point
+    sized = sorted(
+        (generator_width(setup, v), p)
+        for v, p in final.items()
+        if generator_width(setup, v) is not None
+    )
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    axes.errorbar(
+        [w for w, _ in sized],
+        [p["test_mean"] for _, p in sized],
+        yerr=[p["test_std"] for _, p in sized],
+        marker="o",
+        capsize=3,
+        label="ELECTRA, learned generator",
+    )
+    for width, p in sized:
+        axes.scatter(
+            [width] * len(p["runs"]), [r["test"] for r in p["runs"]], s=6, alpha=0.35
+        )
+    for variant, style in ((UNIFORM_GENERATOR_VARIANT, "--"), ("none", ":")):
+        if variant in final:
+            axes.axhline(
+                final[variant]["test_mean"],
+                color="grey",
+                linestyle=style,
+                linewidth=1,
+                label=label(variant),
+            )
+    axes.set_xscale("log", base=2)
+    axes.set_xlabel("generator width / discriminator width")
+    axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
+    axes.set_title(f"{task}: generator size at ELECTRA's steps (paper Figure 3)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

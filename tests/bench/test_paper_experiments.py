@@ -490,6 +490,45 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     assert "ELECTRA" in output.with_suffix(".md").read_text()
 
 
+def test_generators_are_drawn_against_their_width_beside_electras_own(
+    tmp_path, monkeypatch
+):
+    pytest.importorskip("matplotlib")
+    assert study.generator_width(_setup(), "electra") == 0.03125  # the cpu preset's
+    assert (
+        study.generator_width(_setup(hparams={"generator_hidden_size": 0.5}), "electra")
+        == 0.5
+    )
+    assert study.generator_width(_setup(), "electra_generator_0.25") == 0.25
+    assert study.generator_width(_setup(), "electra_uniform_generator") is None
+    names = ["electra", "electra_generator_0.25", "electra_uniform_generator"]
+    setup = _setup(
+        variant_seeds={name: [1] for name in names},
+        kept_steps={name: [100] for name in names},
+        total_steps={name: 100 for name in names},
+        flops_per_sequence={name: 2.0 for name in names},
+        pretraining_seeds=[1],
+    )
+    store = study.Store(tmp_path)
+    for name in names:
+        encoder = f"{name}-p1-s100"
+        record = {"encoder": encoder, "flops": 9.0, "held_out": {}}
+        store.write(f"pretrain.{name}.p1", {"kept": {"100": record}})
+        store.write(f"finetune.pos.{encoder}.f1", _run(encoder, 1, 0.9))
+    store.write("finetune.pos.none-p1.f1", _run("none-p1", 1, 0.8))
+    drawn = {}
+    monkeypatch.setattr(
+        study,
+        "plot",
+        lambda setup, task, points, path: drawn.setdefault(path.name, points),
+    )
+    study.write_report(
+        argparse.Namespace(output=str(tmp_path / "report")), setup, store
+    )
+    assert (tmp_path / "report_pos_generators.png").stat().st_size > 0
+    assert set(drawn) == {"report_pos.png"}
+
+
 def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
     tmp_path, monkeypatch
 ):
