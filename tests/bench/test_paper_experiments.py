@@ -490,6 +490,15 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     assert "ELECTRA" in output.with_suffix(".md").read_text()
 
 
+def test_held_out_score_is_each_runs_auc_or_its_objectives_accuracy():
+    electra = {"held_out": {"2": {"rtd_auc": 0.7312, "mlm_accuracy": 0.1}}}
+    electra["held_out"]["1"] = {"rtd_auc": 0.7331, "mlm_accuracy": 0.1}
+    assert study.held_out_score(electra) == "AUC 0.733, 0.731"
+    mlm = {"held_out": {"1": {"mlm_accuracy": 0.4461}}}
+    assert study.held_out_score(mlm) == "MLM accuracy 0.446"
+    assert study.held_out_score({"held_out": {}}) == "-"  # no pre-training
+
+
 def test_generators_are_drawn_against_their_width_beside_electras_own(
     tmp_path, monkeypatch
 ):
