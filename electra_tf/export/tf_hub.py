@@ -189,9 +189,7 @@ class HubPreprocessing(tf.Module):
         )
 
 
-def export_hub_preprocessing(
-    vocabulary: Vocabulary, export_dir, seq_length=128
-) -> str:
+def export_hub_preprocessing(vocabulary: Vocabulary, export_dir, seq_length=128) -> str:
     """Saves the preprocessing that matches an encoder of this vocabulary."""
     tokenizer = keras_hub.models.ElectraTokenizer(
         vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase

@@ -7,6 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.models.compile_on_load import CompileOnLoad
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.keras_hub_preset import load_task_parts
 from electra_tf.models.question_answerer_preprocessor import (
@@ -17,7 +18,7 @@ from electra_tf.models.span_head import SpanHead
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraQuestionAnswerer(keras_hub.models.Task):
+class ElectraQuestionAnswerer(CompileOnLoad, keras_hub.models.Task):
     """`ElectraEncoder` -> `SpanHead`: extractive question answering (SQuAD).
 
     Inputs: the encoder's `token_ids`, `segment_ids`, `padding_mask` and an

@@ -6,6 +6,7 @@ import keras
 import keras_hub
 
 from electra_tf.config import POOLINGS
+from electra_tf.models.compile_on_load import CompileOnLoad
 from electra_tf.models.dynamic_padding import trim_padding
 from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
@@ -27,7 +28,9 @@ def masked_mean(sequence, padding_mask):
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTextClassifier(ShuffledFit, keras_hub.models.TextClassifier):
+class ElectraTextClassifier(
+    CompileOnLoad, ShuffledFit, keras_hub.models.TextClassifier
+):
     """`ElectraEncoder` -> `sequence_output[:, 0]` -> dropout -> dense.
 
     The head is the original ELECTRA's: the final hidden state of `[CLS]`

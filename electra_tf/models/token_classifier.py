@@ -7,6 +7,7 @@ import keras_hub
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.models.compile_on_load import CompileOnLoad
 from electra_tf.models.dynamic_padding import (
     length_order,
     pad_rows,
@@ -30,7 +31,7 @@ ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
 
 @keras.saving.register_keras_serializable(package="electra_tf")
-class ElectraTokenClassifier(ShuffledFit, keras_hub.models.Task):
+class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
     """`ElectraEncoder` -> `sequence_output` -> dropout -> dense, at every token.
 
     The original ELECTRA's tagging head: dropout and one dense layer with a

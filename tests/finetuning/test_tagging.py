@@ -324,6 +324,12 @@ def reloaded(tagging_run):
     return keras.models.load_model(output_dir / "tagger.keras")
 
 
+def test_a_saved_tagger_loads_compiled_with_its_optimizers_state(reloaded):
+    # The trainer's ElectraAdam, at the step training ended on (CompileOnLoad).
+    assert reloaded.compiled and type(reloaded.optimizer).__name__ == "ElectraAdam"
+    assert int(reloaded.optimizer.iterations) > 0
+
+
 def test_every_word_is_tagged_however_long_the_sentence(reloaded, tagging_run):
     _, _, data = tagging_run
     sentences = [list(w) for w in data.dev.words]

@@ -241,6 +241,7 @@ def test_saved_keras_model_gives_the_same_answers(trained, dev, tmp_path):
     path = tmp_path / "qa.keras"
     model.save(path)
     restored = keras.saving.load_model(path)
+    assert restored.compiled  # CompileOnLoad
     questions, contexts = [e.question for e in dev[:4]], [e.context for e in dev[:4]]
     a, b = model.answer(questions, contexts), restored.answer(questions, contexts)
     assert a["text"].tolist() == b["text"].tolist()

@@ -9,6 +9,7 @@ import copy
 import doctest
 import pathlib
 import re
+import warnings
 
 import keras
 import keras_hub
@@ -215,8 +216,15 @@ def test_config_round_trip(classifier):
 def test_keras_file_round_trip(classifier, tmp_path):
     path = str(tmp_path / "classifier.keras")
     classifier.save(path)
-    restored = keras.models.load_model(path)  # safe_mode=True by default
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        restored = keras.models.load_model(path)  # safe_mode=True by default
     assert isinstance(restored, ElectraTextClassifier)
+    # Compiled as saved (CompileOnLoad), not left bare with Keras' warning.
+    assert not [w for w in caught if "compile()" in str(w.message)]
+    assert restored.compiled and isinstance(restored.optimizer, keras.optimizers.Adam)
+    metrics = restored.evaluate(["a gripping film"], [1], verbose=0, return_dict=True)
+    assert {"accuracy", "f1", "loss"} <= set(metrics)
     texts = ["a gripping film", "hide new secretions"]
     np.testing.assert_allclose(
         restored.predict(texts, verbose=0),
