@@ -55,9 +55,7 @@ def parse_args(argv=None):
         "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging")
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
-    files.add_argument("--test-file", help="Examples to predict (optional); "
-        "with labels (the label column; a CoNLL tag column), also scored once "
-        "with the best seed's model: metrics.json's test.")
+    files.add_argument("--test-file", help="Predicted (optional); scored if labelled.")
     files.add_argument("--text-columns", help="One column, or two for text "
         "pairs, comma-separated (default: text).")
     files.add_argument("--label-column", help="The label's column (default: label).")
@@ -123,13 +121,6 @@ def main(args) -> int:
         median["score"],
         summary["score_definition"],
     )
-    if "test" in summary:
-        logging.info(
-            "%s test, scored once with seed %s's model: %s",
-            summary["task"],
-            summary["best_seed"],
-            json.dumps(summary["test"]),
-        )
     logging.info("Metrics, predictions and SavedModel in %s", output_dir)
     return 0
 

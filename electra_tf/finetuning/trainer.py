@@ -148,6 +148,13 @@ def run_finetuning(
         write_json(metrics_file, summary)
     summary["best_seed"] = best["seed"]
     summary.update(task.write_outputs(best_model, output_dir))
+    if "test" in summary:  # a labelled test split, scored once
+        logger.info(
+            "%s test, scored once with seed %d's model: %s",
+            task.name,
+            best["seed"],
+            summary["test"],
+        )
     summary["keras_model"] = os.path.join(output_dir, task.model_file)
     best_model.save(summary["keras_model"])
     write_json(metrics_file, summary)

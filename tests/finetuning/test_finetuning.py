@@ -425,20 +425,46 @@ def test_cli_result_line_says_what_the_score_is(cli, caplog, monkeypatch):
     assert not any(" test, " in m for m in caplog.messages)  # no labelled test
 
 
-def test_cli_says_a_labelled_test_files_score_and_whose_model(cli, caplog, monkeypatch):
-    summary = {
-        "task": "tagging",
-        "seeds": {"1": {}, "2": {}},
-        "median": {"dev": {"dev": {"accuracy": 0.9}}, "score": 0.9},
-        "score_definition": "dev token accuracy",
-        "best_seed": 2,
-        "test": {"accuracy": 0.875},
-    }
-    monkeypatch.setattr(cli, "finetune", lambda flags: ("runs/tagging", summary))
+def test_a_labelled_test_split_is_logged_with_the_seed_whose_model_scored_it(
+    caplog, monkeypatch, tmp_path
+):
+    from electra_tf.finetuning import trainer
+    from electra_tf.finetuning.task import FinetuningTask
+
+    class Model:
+        def save(self, path):
+            pathlib.Path(path).write_text("model")
+
+    class Task(FinetuningTask):
+        name, model_file = "tagging", "tagger.keras"
+
+        def __init__(self):
+            pass
+
+        def settings(self):
+            return {}
+
+        def score_definition(self):
+            return "dev token accuracy"
+
+        def write_outputs(self, model, output_dir):
+            return {"test": {"accuracy": 0.875}}
+
+    Task.epochs = 1
+    scores = {1: 0.8, 2: 0.9}
+    monkeypatch.setattr(
+        trainer,
+        "finetune_seed",
+        lambda task, seed, log_dir, verbose: (
+            Model(),
+            {"seed": seed, "dev": {}, "score": scores[seed]},
+        ),
+    )
     caplog.set_level(logging.INFO)
-    assert cli.main(["--task", "tagging"]) == 0
+    summary = trainer.run_finetuning(Task(), str(tmp_path), seeds=(1, 2))
+    assert summary["test"] == {"accuracy": 0.875} and summary["best_seed"] == 2
     assert (
-        'tagging test, scored once with seed 2\'s model: {"accuracy": 0.875}'
+        "tagging test, scored once with seed 2's model: {'accuracy': 0.875}"
         in caplog.messages
     )
 
