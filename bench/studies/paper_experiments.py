@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import dataclasses
 import json
 import logging
@@ -1422,13 +1423,42 @@ def _score(value) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def plot(setup, task, points, path) -> None:
+@contextlib.contextmanager
+def _figure(task: str, path, xlabel: str, title: str):
+    """Axes to draw a task's test scores on; labelled, written to `path` and
+    closed when the block ends."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(7, 4.5))
+    try:
+        yield axes
+        axes.set_xlabel(xlabel)
+        axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
+        axes.set_title(f"{task}: {title}")
+        axes.grid(alpha=0.3)
+        axes.legend(fontsize=8)
+        figure.tight_layout()
+        figure.savefig(path, dpi=120)
+    finally:
+        plt.close(figure)
+
+
+def _runs_as_dots(axes, x: float, point: dict) -> None:
+    """Every fine-tuning run's test score of `point` at `x`, in the colour of
+    the line drawn last."""
+    axes.scatter(
+        [x] * len(point["runs"]),
+        [r["test"] for r in point["runs"]],
+        s=6,
+        alpha=0.35,
+        color=axes.lines[-1].get_color(),
+    )
+
+
+def plot(setup, task, points, path) -> None:
     curves = {}
     for point in points.values():
         # Other generators train for ELECTRA's steps, not its FLOPs: they are
@@ -1436,43 +1466,28 @@ def plot(setup, task, points, path) -> None:
         if not _is_generator_ablation(point["variant"]):
             curves.setdefault(point["variant"], []).append(point)
     none = curves.pop("none", [])
-    for variant, curve in sorted(curves.items()):
-        curve = sorted(curve, key=lambda p: p["flops"])
-        # A compute curve starts from no pre-training; a row with only its
-        # final encoder is a point, joined to nothing it did not measure.
-        line = "-" if len(curve) > 1 else "none"
-        if len(curve) > 1:
-            curve = none[:1] + curve
-        x = [p["flops"] for p in curve]
-        y = [p["test_mean"] for p in curve]
-        spread = [p["test_std"] for p in curve]
-        axes.errorbar(
-            x,
-            y,
-            yerr=spread,
-            marker="o",
-            linestyle=line,
-            capsize=3,
-            label=label(variant),
-        )
-        for p in curve:
-            axes.scatter(
-                [p["flops"]] * len(p["runs"]),
-                [r["test"] for r in p["runs"]],
-                s=6,
-                alpha=0.35,
-                color=axes.lines[-1].get_color(),
+    xlabel = "pre-training FLOPs (paper's count)"
+    with _figure(task, path, xlabel, "test score against pre-training compute") as axes:
+        for variant, curve in sorted(curves.items()):
+            curve = sorted(curve, key=lambda p: p["flops"])
+            # A compute curve starts from no pre-training; a row with only its
+            # final encoder is a point, joined to nothing it did not measure.
+            line = "-" if len(curve) > 1 else "none"
+            if len(curve) > 1:
+                curve = none[:1] + curve
+            axes.errorbar(
+                [p["flops"] for p in curve],
+                [p["test_mean"] for p in curve],
+                yerr=[p["test_std"] for p in curve],
+                marker="o",
+                linestyle=line,
+                capsize=3,
+                label=label(variant),
             )
-    if none:
-        axes.axhline(none[0]["test_mean"], color="grey", linestyle=":", linewidth=1)
-    axes.set_xlabel("pre-training FLOPs (paper's count)")
-    axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
-    axes.set_title(f"{task}: test score against pre-training compute")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+            for p in curve:
+                _runs_as_dots(axes, p["flops"], p)
+        if none:
+            axes.axhline(none[0]["test_mean"], color="grey", linestyle=":", linewidth=1)
 
 
 def generator_width(setup: dict, variant: str) -> float | None:
@@ -1493,51 +1508,35 @@ def plot_generators(setup, task, points, path) -> None:
     """The paper's Figure 3 at this scale: the final encoders' test score
     against the generator's width, at equal discriminator steps; the uniform
     generator and no pre-training as lines."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
-
     final = {}
     for point in points.values():
         if point["step"] >= final.get(point["variant"], {"step": -1})["step"]:
             final[point["variant"]] = point
-    sized = sorted(
-        (generator_width(setup, v), p)
-        for v, p in final.items()
-        if generator_width(setup, v) is not None
-    )
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    axes.errorbar(
-        [w for w, _ in sized],
-        [p["test_mean"] for _, p in sized],
-        yerr=[p["test_std"] for _, p in sized],
-        marker="o",
-        capsize=3,
-        label="ELECTRA, learned generator",
-    )
-    for width, p in sized:
-        axes.scatter(
-            [width] * len(p["runs"]), [r["test"] for r in p["runs"]], s=6, alpha=0.35
+    widths = {v: generator_width(setup, v) for v in final}
+    sized = sorted((w, final[v]) for v, w in widths.items() if w is not None)
+    xlabel = "generator width / discriminator width"
+    title = "generator size at ELECTRA's steps (paper Figure 3)"
+    with _figure(task, path, xlabel, title) as axes:
+        axes.errorbar(
+            [w for w, _ in sized],
+            [p["test_mean"] for _, p in sized],
+            yerr=[p["test_std"] for _, p in sized],
+            marker="o",
+            capsize=3,
+            label="ELECTRA, learned generator",
         )
-    for variant, style in ((UNIFORM_GENERATOR_VARIANT, "--"), ("none", ":")):
-        if variant in final:
-            axes.axhline(
-                final[variant]["test_mean"],
-                color="grey",
-                linestyle=style,
-                linewidth=1,
-                label=label(variant),
-            )
-    axes.set_xscale("log", base=2)
-    axes.set_xlabel("generator width / discriminator width")
-    axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
-    axes.set_title(f"{task}: generator size at ELECTRA's steps (paper Figure 3)")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
+        for width, p in sized:
+            _runs_as_dots(axes, width, p)
+        for variant, style in ((UNIFORM_GENERATOR_VARIANT, "--"), ("none", ":")):
+            if variant in final:
+                axes.axhline(
+                    final[variant]["test_mean"],
+                    color="grey",
+                    linestyle=style,
+                    linewidth=1,
+                    label=label(variant),
+                )
+        axes.set_xscale("log", base=2)
 
 
 def main(argv=None) -> int:
