@@ -26,9 +26,12 @@ Work is split into units, each done once and recorded as one JSON file under
 `<out-dir>/units/` (written whole, then renamed): `pretrain.<variant>.p<seed>`
 keeps an encoder at every kept step, and `finetune.<task>.<encoder>.f<seed>`
 is one fine-tuning run. Rerunning the command skips recorded units and
-resumes a killed pre-training run from its newest checkpoint. `--jobs N`
-runs N units at a time, each in its own process pinned to one core with one
-thread per pool; `--unit KEY` runs one (what those processes do).
+resumes a killed pre-training run from its newest checkpoint. A recorded
+run whose encoders are gone from disk while units still need them runs
+again from its seed, compared with its record at every evaluation
+(`pretrain_unit`). `--jobs N` runs N units at a time, each in its own
+process pinned to one core with one thread per pool; `--unit KEY` runs one
+(what those processes do).
 
 Written: `<output>.json` (every run, the summaries and paired bootstrap
 intervals, with command, machine, date and versions), `<output>.md` (tables)
@@ -452,26 +455,51 @@ def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
 
 
 def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit]:
-    """Units not done nor running whose pre-training run is recorded."""
+    """Units to run (`to_run`) that no process runs now."""
     ready = [
         u
         for u in units
-        if u.key not in running
-        and not store.done(u.key)
-        and not store.busy(u.key)
-        and (u.needs is None or store.done(u.needs) or _kept(store, u))
+        if u.key not in running and not store.busy(u.key) and to_run(u, units, store)
     ]
     return sorted(ready, key=lambda u: u.priority)
 
 
+def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
+    """Whether `unit` can run now and is needed: a fine-tuning unit not done
+    whose encoder is kept, a pre-training run not recorded, or a recorded
+    one whose encoders a fine-tuning unit still needs and are gone from disk
+    (it runs again from its seed: `pretrain_unit`'s rebuild)."""
+    if store.done(unit.key):
+        return (
+            unit.needs is None
+            and unit.key.startswith("pretrain.")
+            and any(
+                u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
+                for u in units
+            )
+        )
+    return unit.needs is None or _kept(store, unit)
+
+
 def _kept(store: Store, unit: Unit) -> bool:
-    """Whether a fine-tuning unit's encoder is kept already (its run goes on)."""
+    """Whether a fine-tuning unit's encoder is on disk (kept by its run,
+    finished or going on)."""
     _, encoder, _ = finetuning_key_parts(unit.key)
     return (store.directory.parent / "encoders" / encoder / "config.json").exists()
 
 
 # === Pre-training ===
-def pretrain_unit(args, setup, key, data, store) -> dict:
+def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
+    """Pre-trains run `key`, keeping its encoder at each kept step.
+
+    With `recorded` (the unit's record, whose encoders are gone from disk)
+    the run is rebuilt: run again from its seed in a run directory of its
+    own, stopping also at the first recorded evaluation, and compared with
+    the record at every evaluation as it goes. Pre-training on the CPU is
+    deterministic (tests/pretraining/test_pretrain_run.py), so a rebuild
+    that departs from the record is not that run: it is refused at the
+    first evaluation that differs, and its encoders are not kept.
+    """
     import keras
     import tensorflow as tf
 
@@ -484,11 +512,19 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
     total = setup["total_steps"][name]
     optimizer = configs["optimizer"].override(total_steps=total)
     model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
+    steps = kept_steps(setup, name, pseed)
+    began = time.perf_counter()
+    if recorded is not None:
+        model_dir = model_dir.with_name(model_dir.name + "-rebuild")
+        if recorded["held_out_history"]:
+            steps = sorted({*steps, recorded["held_out_history"][0]["step"]})
     kept = {}
-    for step in kept_steps(setup, name, pseed):
+    for step in steps:
         encoder = f"{name}-p{pseed}-s{step}"
         target = pathlib.Path(args.out_dir) / "encoders" / encoder
-        if (target / KEPT_RECORD).exists():
+        if step not in kept_steps(setup, name, pseed):
+            target = None  # a stop to compare with the record, nothing kept
+        elif (target / KEPT_RECORD).exists():
             # Kept before the unit was killed: the run has moved past `step`,
             # and its checkpoints no longer hold that encoder.
             kept[str(step)] = json.loads((target / KEPT_RECORD).read_text())
@@ -524,6 +560,10 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
                 f"and {target} was not kept; its encoder at step {step} is gone "
                 "(rerun this unit in a new --out-dir)"
             )
+        if recorded is not None:
+            compare_with_record(key, held_out_history(model_dir), recorded)
+        if target is None:
+            continue
         kept[str(step)] = {
             "encoder": encoder,
             "flops": step * args.batch_size * setup["flops_per_sequence"][name],
@@ -538,7 +578,7 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
         shutil.rmtree(target, ignore_errors=True)
         os.replace(temporary, target)
         print(f"[{key}] kept {encoder}: {held_out}", flush=True)
-    return {
+    record = {
         "variant": name,
         "objective": variant.objective,
         "pretraining_seed": pseed,
@@ -547,6 +587,45 @@ def pretrain_unit(args, setup, key, data, store) -> dict:
         "kept": kept,
         "held_out_history": held_out_history(model_dir),
     }
+    if recorded is None:
+        return record
+    # The record stays the first run's (its times, its commit); the rebuild
+    # is noted beside it.
+    return {
+        **recorded,
+        "rebuilt": {
+            "commit": commit(),
+            "date": time.strftime("%Y-%m-%d"),
+            "seconds": round(time.perf_counter() - began, 1),
+            "evaluations_compared": len(record["held_out_history"]),
+        },
+    }
+
+
+# Pre-training is deterministic on the CPU; this allows float round-off in
+# the held-out metrics only.
+REBUILD_TOLERANCE = 1e-4
+
+
+def compare_with_record(key: str, history: list[dict], recorded: dict) -> None:
+    """Refuses a rebuild of `key` whose held-out evaluations so far differ
+    from the recorded run's: one line naming the first step and metric."""
+    before = {point["step"]: point for point in recorded["held_out_history"]}
+    for point in history:
+        old = before.get(point["step"])
+        if old is None:
+            raise SystemExit(
+                f"error: rebuilding {key}: it evaluated at step {point['step']}, "
+                "which the record has no evaluation at (another setup?)"
+            )
+        for metric, value in old.items():
+            if abs(point.get(metric, float("nan")) - value) <= REBUILD_TOLERANCE:
+                continue
+            raise SystemExit(
+                f"error: rebuilding {key}: at step {point['step']} {metric} is "
+                f"{point.get(metric)}, the record's {value}; this is another "
+                "run, not that one, and its encoders were not kept"
+            )
 
 
 def held_out_history(model_dir: pathlib.Path) -> list[dict[str, float]]:
@@ -861,7 +940,10 @@ def run_one(args, setup, key, data, store) -> None:
     # on while it runs).
     started_at = commit()
     try:
-        if key.startswith("pretrain."):
+        if key.startswith("pretrain.") and store.done(key):
+            # Recorded, its encoders gone: rebuilt under its own record.
+            record = pretrain_unit(args, setup, key, data, store, store.read(key))
+        elif key.startswith("pretrain."):
             record = pretrain_unit(args, setup, key, data, store)
         else:
             record = finetune_unit(args, setup, key, data)
@@ -1569,8 +1651,9 @@ def main(argv=None) -> int:
     for name, total in setup["total_steps"].items():
         print(f"{name}: {total} steps, kept at {setup['kept_steps'][name]}", flush=True)
     if args.jobs == 1:
-        for unit in plan_units(setup):
-            if not store.done(unit.key) and not store.busy(unit.key):
+        units = plan_units(setup)
+        for unit in units:
+            if not store.busy(unit.key) and to_run(unit, units, store):
                 print(f"unit {unit.key}", flush=True)
                 run_one(args, setup, unit.key, data, store)
                 write_report(args, setup, store)

@@ -5,6 +5,7 @@ is chosen on dev before the test split is read at all."""
 import argparse
 import json
 import pathlib
+import shutil
 import types
 
 import numpy as np
@@ -188,8 +189,19 @@ class _Stub:
             assert self.store.done(unit.needs), f"{key} started before {unit.needs}"
         self.started.append(key)
         if key not in self.fail:
+            if key.startswith("pretrain."):
+                _keep_encoders(self.store, key, _setup())
             self.store.write(key, {"unit": key})
         return types.SimpleNamespace(poll=lambda: 1 if key in self.fail else 0)
+
+
+def _keep_encoders(store, key, setup):
+    """What a pre-training unit leaves on disk: its kept encoders."""
+    name, pseed = study.pretraining_key_parts(key)
+    for step in study.kept_steps(setup, name, pseed):
+        encoder = store.directory.parent / "encoders" / f"{name}-p{pseed}-s{step}"
+        encoder.mkdir(parents=True, exist_ok=True)
+        (encoder / "config.json").write_text("{}")
 
 
 def _args(tmp_path, jobs=2):
@@ -218,6 +230,7 @@ def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
     store = study.Store(tmp_path)
     setup = _setup()
     done = ["pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"]
+    _keep_encoders(store, "pretrain.electra.p1", setup)
     for key in done:
         store.write(key, {"unit": key})
     runner = _Stub(store)
@@ -265,6 +278,7 @@ def test_a_restarted_schedule_waits_for_the_units_left_running_in_their_slots(
 
     def sleep(seconds):
         if next(sleeps) == 20:  # the left unit ends, recorded
+            _keep_encoders(store, "pretrain.electra.p1", _setup())
             store.write("pretrain.electra.p1", {"unit": "pretrain.electra.p1"})
             left.kill()
             left.wait()
@@ -677,6 +691,91 @@ def test_a_run_past_a_step_it_has_not_kept_is_refused_not_kept_under_that_name(
     with pytest.raises(SystemExit, match="is at step 75, not 50"):
         study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None)
     assert not (tmp_path / "encoders" / "electra-p1-s50").exists()
+
+
+def test_a_recorded_run_whose_encoders_are_gone_runs_again_before_their_units(
+    tmp_path,
+):
+    store = study.Store(tmp_path)
+    setup = _setup()
+    units = study.plan_units(setup)
+    for key in ("pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"):
+        store.write(key, {"unit": key})
+
+    def ready():
+        return {u.key for u in study.ready_units(units, store, set())}
+
+    # Seed 1's encoders are gone (a lost scratch directory): its fine-tuning
+    # still to run waits, and the recorded run is due again.
+    assert "pretrain.electra.p1" in ready()
+    assert not {k for k in ready() if k.startswith("finetune.pos.electra-p1")}
+    # Rebuilt, the encoders are back: the run is not due, its units are.
+    _keep_encoders(store, "pretrain.electra.p1", setup)
+    assert "pretrain.electra.p1" not in ready()
+    assert "finetune.pos.electra-p1-s100.f2" in ready()
+    assert "finetune.pos.electra-p1-s100.f1" not in ready()  # recorded
+    # With every unit on it recorded, a run whose encoders are gone stays done.
+    for unit in units:
+        if unit.needs == "pretrain.mlm.p1":
+            store.write(unit.key, {"unit": unit.key})
+    store.write("pretrain.mlm.p1", {"unit": "pretrain.mlm.p1"})
+    assert "pretrain.mlm.p1" not in ready()
+
+
+def _history_of(state, scale=1.0):
+    """Held-out evaluations every 20 steps up to the run's step."""
+    return lambda model_dir: [
+        {"step": s, "rtd_auc": scale * s / 1000}
+        for s in range(20, state["step"] + 1, 20)
+    ]
+
+
+def test_a_rebuilt_run_is_compared_with_its_record_and_keeps_it(tmp_path, monkeypatch):
+    state, args, data = _stub_pretraining(monkeypatch, tmp_path)
+    monkeypatch.setattr(study, "held_out_history", _history_of(state))
+    setup = _setup()
+    recorded = study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+    recorded = {"unit": "pretrain.electra.p1", "commit": "first", **recorded}
+    shutil.rmtree(tmp_path / "encoders")
+    state["step"] = 0  # the rebuild's own run directory starts from scratch
+    rebuilt = study.pretrain_unit(
+        args, setup, "pretrain.electra.p1", data, None, recorded
+    )
+    assert {k: v for k, v in rebuilt.items() if k != "rebuilt"} == recorded
+    assert rebuilt["rebuilt"]["evaluations_compared"] == 5
+    encoders = tmp_path / "encoders"
+    assert (encoders / "electra-p1-s100" / "weights").read_text() == "100"
+    # The first evaluation is a stop of its own; nothing is kept there.
+    assert sorted(p.name for p in encoders.iterdir()) == [
+        "electra-p1-s100",
+        "electra-p1-s50",
+    ]
+
+
+def test_a_rebuild_that_departs_from_its_record_is_refused_at_the_first_evaluation(
+    tmp_path, monkeypatch
+):
+    state, args, data = _stub_pretraining(monkeypatch, tmp_path)
+    recorded = {"held_out_history": _history_of({"step": 100})(None)}
+    steps = []
+    original = study.compare_with_record
+    monkeypatch.setattr(
+        study,
+        "compare_with_record",
+        lambda key, history, record: (
+            steps.append(state["step"]) or original(key, history, record)
+        ),
+    )
+    monkeypatch.setattr(study, "held_out_history", _history_of(state, scale=1.01))
+    message = r"at step 20 rtd_auc is 0.0202\d*, the record's 0.02; this is another run"
+    with pytest.raises(SystemExit, match=message):
+        study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None, recorded)
+    assert steps == [20]  # stopped at the first evaluation, not the budget's end
+    assert not (tmp_path / "encoders").exists()
+    # Within round-off it is the same run.
+    monkeypatch.setattr(study, "held_out_history", _history_of(state, scale=1 + 1e-6))
+    state["step"] = 0
+    study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None, recorded)
 
 
 def test_a_unit_another_live_process_runs_is_not_started_again(tmp_path, monkeypatch):
