@@ -624,7 +624,8 @@ def compare_with_record(key: str, history: list[dict], recorded: dict) -> None:
             raise SystemExit(
                 f"error: rebuilding {key}: at step {point['step']} {metric} is "
                 f"{point.get(metric)}, the record's {value}; this is another "
-                "run, not that one, and its encoders were not kept"
+                "run, not that one, and its encoders were not kept (another "
+                "--out-dir runs it as a run of its own)"
             )
 
 
