@@ -1570,7 +1570,13 @@ def plot(setup, task, points, path) -> None:
             for p in curve:
                 _runs_as_dots(axes, p["flops"], p)
         if none:
-            axes.axhline(none[0]["test_mean"], color="grey", linestyle=":", linewidth=1)
+            axes.axhline(
+                none[0]["test_mean"],
+                color="grey",
+                linestyle=":",
+                linewidth=1,
+                label=label("none"),
+            )
 
 
 def generator_width(setup: dict, variant: str) -> float | None:
