@@ -64,7 +64,7 @@ import sys
 import time
 
 from bench.result_file import write_result
-from bench.run_info import commit, run_info
+from bench.run_info import commit, machine, run_info
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -589,12 +589,14 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     }
     if recorded is None:
         return record
-    # The record stays the first run's (its times, its commit); the rebuild
-    # is noted beside it.
+    # The record stays the first run's (its times, its commit and machine,
+    # None if it predates their recording); the rebuild is noted beside it.
     return {
+        "machine": None,
         **recorded,
         "rebuilt": {
             "commit": commit(),
+            "machine": machine(),
             "date": time.strftime("%Y-%m-%d"),
             "seconds": round(time.perf_counter() - began, 1),
             "evaluations_compared": len(record["held_out_history"]),
@@ -948,7 +950,10 @@ def run_one(args, setup, key, data, store) -> None:
             record = pretrain_unit(args, setup, key, data, store)
         else:
             record = finetune_unit(args, setup, key, data)
-        store.write(key, {"unit": key, "commit": started_at, **record})
+        # Kernels round differently from one CPU to another (a rerun on
+        # another machine is another run), so each unit names its own.
+        ran = {"unit": key, "commit": started_at, "machine": machine()}
+        store.write(key, {**ran, **record})
     finally:
         store.release(key)
 

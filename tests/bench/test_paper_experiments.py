@@ -308,13 +308,18 @@ def test_a_running_unit_holds_the_slot_pick_unit_gives_its_kind():
     assert study.slot_for("finetune.pos.none-p1.f1", set(), jobs=1) == 0
 
 
-def test_a_unit_records_the_commit_it_started_with(tmp_path, monkeypatch):
+def test_a_unit_records_the_commit_it_started_with_and_its_machine(
+    tmp_path, monkeypatch
+):
     store = study.Store(tmp_path)
     commits = iter(["started", "moved on"])
     monkeypatch.setattr(study, "commit", lambda: next(commits))
+    monkeypatch.setattr(study, "machine", lambda: "a CPU (AVX-512), 2 cores")
     monkeypatch.setattr(study, "finetune_unit", lambda *a: {"test": 1.0})
     study.run_one(None, None, "finetune.pos.none-p1.f1", None, store)
-    assert store.read("finetune.pos.none-p1.f1")["commit"] == "started"
+    record = store.read("finetune.pos.none-p1.f1")
+    assert record["commit"] == "started"
+    assert record["machine"] == "a CPU (AVX-512), 2 cores"
 
 
 def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
@@ -741,7 +746,13 @@ def test_a_rebuilt_run_is_compared_with_its_record_and_keeps_it(tmp_path, monkey
     rebuilt = study.pretrain_unit(
         args, setup, "pretrain.electra.p1", data, None, recorded
     )
-    assert {k: v for k, v in rebuilt.items() if k != "rebuilt"} == recorded
+    # The first run's record, its machine unknown (recorded before units
+    # named theirs); the rebuild's own beside it.
+    assert {k: v for k, v in rebuilt.items() if k != "rebuilt"} == {
+        "machine": None,
+        **recorded,
+    }
+    assert rebuilt["rebuilt"]["machine"] == study.machine()
     assert rebuilt["rebuilt"]["evaluations_compared"] == 5
     encoders = tmp_path / "encoders"
     assert (encoders / "electra-p1-s100" / "weights").read_text() == "100"
