@@ -512,17 +512,18 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     total = setup["total_steps"][name]
     optimizer = configs["optimizer"].override(total_steps=total)
     model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
-    steps = kept_steps(setup, name, pseed)
+    keep = kept_steps(setup, name, pseed)
+    steps = keep
     began = time.perf_counter()
     if recorded is not None:
         model_dir = model_dir.with_name(model_dir.name + "-rebuild")
         if recorded["held_out_history"]:
-            steps = sorted({*steps, recorded["held_out_history"][0]["step"]})
+            steps = sorted({*keep, recorded["held_out_history"][0]["step"]})
     kept = {}
     for step in steps:
         encoder = f"{name}-p{pseed}-s{step}"
         target = pathlib.Path(args.out_dir) / "encoders" / encoder
-        if step not in kept_steps(setup, name, pseed):
+        if step not in keep:
             target = None  # a stop to compare with the record, nothing kept
         elif (target / KEPT_RECORD).exists():
             # Kept before the unit was killed: the run has moved past `step`,
@@ -943,11 +944,10 @@ def run_one(args, setup, key, data, store) -> None:
     # on while it runs).
     started_at = commit()
     try:
-        if key.startswith("pretrain.") and store.done(key):
-            # Recorded, its encoders gone: rebuilt under its own record.
-            record = pretrain_unit(args, setup, key, data, store, store.read(key))
-        elif key.startswith("pretrain."):
-            record = pretrain_unit(args, setup, key, data, store)
+        if key.startswith("pretrain."):
+            # Recorded already (its encoders gone): rebuilt under that record.
+            recorded = store.read(key) if store.done(key) else None
+            record = pretrain_unit(args, setup, key, data, store, recorded)
         else:
             record = finetune_unit(args, setup, key, data)
         # Kernels round differently from one CPU to another (a rerun on
