@@ -41,6 +41,7 @@ FIXTURES = HERE / "fixtures"
 WORKER_TIMEOUT = 420
 
 
+@pytest.mark.slow
 def test_mirrored_two_replicas_match_one_device():
     result = subprocess.run(
         [sys.executable, "-m", "tests.mirrored_step_check"],
@@ -181,6 +182,7 @@ def _max_difference(a, b):
     return max(float(np.abs(a[k] - b[k]).max()) for k in a if k != "step")
 
 
+@pytest.mark.slow
 def test_multi_worker_two_processes_train_identically(multi_worker_run):
     model_dir, workers = multi_worker_run
     for code, output, _ in workers:
@@ -381,6 +383,7 @@ def _fit_per_step_losses(model, batches, steps):
     return np.array(history.history["loss"])
 
 
+@pytest.mark.slow
 def test_bfloat16_losses_track_float32():
     steps = 24
     batches = [random_batch(8, 32, seed=100 + s) for s in range(3)]
@@ -459,6 +462,7 @@ def test_float16_scales_the_loss_and_trains():
 # --- Gradient accumulation ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_accumulated_micro_batches_equal_one_large_batch():
     """2 updates of batch 8 == 2 x 2 micro-batches of 4 with accumulation 2.
 

@@ -9,6 +9,7 @@ fails. Data are built, read, checkpointed, logged and exported there.
 import os
 import pathlib
 
+import pytest
 import tensorflow as tf
 
 from electra_tf.config import (
@@ -25,6 +26,7 @@ REPO = pathlib.Path(__file__).parents[1]
 ROOT = "ram://electra_remote_paths"
 
 
+@pytest.mark.slow
 def test_data_checkpoints_logs_and_exports_on_a_gfile_file_system(
     tmp_path, monkeypatch
 ):

@@ -118,6 +118,7 @@ def test_errors_are_one_line(cli, capsys, tf1_checkpoint, tmp_path):
     assert "none" in message
 
 
+@pytest.mark.slow
 def test_hf_to_ours_to_keras_hub_and_back(cli, capsys, tmp_path):
     """The other three commands: HF -> ours -> keras-hub preset -> our encoder,
     the discriminator's weights unchanged at every hop."""

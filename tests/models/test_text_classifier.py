@@ -343,6 +343,7 @@ class _BatchLabelMean(keras.metrics.Metric):
         return self.value
 
 
+@pytest.mark.slow
 def test_fit_shuffles_in_memory_inputs_every_epoch(preprocessor):
     """keras-hub batches lists itself and Keras ignores `shuffle`; ours does not."""
     keras.utils.set_random_seed(0)

@@ -158,6 +158,7 @@ def _kill_once(model_dir, during_save, rng, log_path):
     return killed, killed and half_written
 
 
+@pytest.mark.slow
 def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
     rng = random.Random(0)
     model_dir = tmp_path / "run"
@@ -201,6 +202,7 @@ def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_
     assert results["step"] == 30
 
 
+@pytest.mark.slow
 def test_init_checkpoint_starts_a_new_run_from_its_weights(uninterrupted, tmp_path):
     init = tf.train.latest_checkpoint(str(uninterrupted / "checkpoints"))
     # A learning rate of 1e-9 leaves the loaded weights (nearly) unchanged.
@@ -247,6 +249,7 @@ def test_resuming_with_another_model_is_refused_and_changes_nothing(
         np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
+@pytest.mark.slow
 def test_fewer_steps_than_the_run_has_says_it_exports_the_later_step(
     uninterrupted, tmp_path
 ):

@@ -230,6 +230,7 @@ def test_a_saved_then_loaded_mlm_scorer_gives_the_python_apis_scores(scorers, tm
     assert np.ptp(expected) > 1.0  # the sentences' scores differ
 
 
+@pytest.mark.slow
 def test_an_electric_runs_export_scores_sentences_and_corrects_its_probabilities(
     electric, scorers, vocabulary, tmp_path
 ):
