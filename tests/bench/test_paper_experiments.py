@@ -333,6 +333,25 @@ def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
         study.check_setup(tmp_path, _setup(total_steps={"electra": 200, "mlm": 140}))
 
 
+def test_a_task_can_join_a_study_but_a_tasks_data_cannot_change(tmp_path):
+    dirs = {"pos": "data/brown_pos", "sentiment": "data/rt_polarity"}
+    study.check_setup(tmp_path, _setup(task_dirs=dirs))
+    study.check_setup(tmp_path, _setup(task_dirs={**dirs, "party": "data/party"}))
+    with pytest.raises(SystemExit, match=r"task_dirs\[sentiment\]"):
+        study.check_setup(tmp_path, _setup(task_dirs={**dirs, "sentiment": "other"}))
+
+
+def test_the_party_task_needs_its_directory_named():
+    args = study.parse_args(["--tasks", "pos,party"])
+    with pytest.raises(SystemExit, match="--tasks party needs --party-dir"):
+        study.task_dirs(args, ["pos", "party"])
+    args = study.parse_args(["--party-dir", "data/party"])
+    assert study.task_dirs(args, ["party", "pos"]) == {
+        "party": "data/party",
+        "pos": args.pos_dir,
+    }
+
+
 def test_store_writes_whole_files_and_reads_them_back(tmp_path):
     store = study.Store(tmp_path)
     store.write("finetune.pos.none-p1.f1", {"test": {"accuracy": 0.5}})
@@ -588,7 +607,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
     monkeypatch.setattr(glue_readers, "read_glue_tsv", read_glue_tsv)
     monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
     results = study.finetune_classification(
-        argparse.Namespace(sentiment_dir=str(task_dir)),
+        str(task_dir),
         config=types.SimpleNamespace(eval_batch_size=8),
         pretrained=None,
         base={"model": _NO_PRETRAINING["model"]},

@@ -1,0 +1,1 @@
+"""Builders of downstream tasks from package data, for the studies."""
