@@ -522,14 +522,16 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     optimizer = configs["optimizer"].override(total_steps=total)
     model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
     keep = kept_steps(setup, name, pseed)
-    steps = keep
+    # Where the run stops: the kept steps, and for a rebuild its first
+    # recorded evaluation too (compared before anything is kept).
+    stops = keep
     began = time.perf_counter()
     if recorded is not None:
         model_dir = model_dir.with_name(model_dir.name + "-rebuild")
         if recorded["held_out_history"]:
-            steps = sorted({*keep, recorded["held_out_history"][0]["step"]})
+            stops = sorted({*keep, recorded["held_out_history"][0]["step"]})
     kept = {}
-    for step in steps:
+    for step in stops:
         encoder = f"{name}-p{pseed}-s{step}"
         target = pathlib.Path(args.out_dir) / "encoders" / encoder
         if step not in keep:
