@@ -11,7 +11,15 @@ import subprocess
 import sys
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-_PACKAGES = ("tensorflow", "keras", "keras_hub", "torch", "transformers", "tokenizers")
+_PACKAGES = (
+    "tensorflow",
+    "keras",
+    "keras_hub",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "sklearn",
+)
 # /proc/cpuinfo flag and its name, widest first.
 _VECTORS = (("avx512f", "AVX-512"), ("avx2", "AVX2"))
 

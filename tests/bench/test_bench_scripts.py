@@ -30,6 +30,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
         ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
         ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
+        ("tasks.linear_baseline", ["--task-dir", "--c-grid"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
