@@ -8,6 +8,11 @@ regularisation `C` chosen on dev from `--c-grid`, then test scored once with
 the chosen `C`: the study's protocol, selection on dev and the figure on
 test. Deterministic (the lbfgs solver), so one run is the figure.
 
+With `--vocab` the features are the WordPiece pieces the encoders read (the
+same tokenizer, `Vocabulary.tokenizer`) and their pairs, cut to the first
+`--max-pieces` as fine-tuning cuts them: whether what the transformers lose
+against words is lost in the pieces and the cut, or in the model.
+
     python -m bench.tasks.linear_baseline --task-dir data/sotu_party \\
         --output bench/results/linear_baseline_sotu_party.json
 """
@@ -34,6 +39,16 @@ def parse_args(argv=None):
         help="train.tsv, dev.tsv and a labelled test.tsv (sentence<TAB>label).",
     )
     parser.add_argument("--c-grid", default="0.25,0.5,1,2,4,8")
+    parser.add_argument(
+        "--vocab", help="Features from this WordPiece vocabulary's pieces, not words."
+    )
+    parser.add_argument(
+        "--max-pieces",
+        type=int,
+        default=0,
+        help="With --vocab: keep each sentence's first N pieces (default 0: all; "
+        "the study's length 64 keeps 62).",
+    )
     parser.add_argument("--output", required=True, help="The result JSON.")
     return parser.parse_args(argv)
 
@@ -62,6 +77,16 @@ def read_split(task_dir: pathlib.Path, split: str) -> tuple[list[str], list[int]
     return texts, labels
 
 
+def as_pieces(texts: list[str], vocab: str, max_pieces: int) -> list[str]:
+    """Each text as its WordPiece ids, space-separated, the first
+    `max_pieces` of them (all if 0)."""
+    from electra_tf.data.vocabulary import Vocabulary
+
+    # Given a Python list, keras-hub's tokenizer returns lists of ids.
+    ids = Vocabulary.from_file(vocab).tokenizer().tokenize(texts)
+    return [" ".join(map(str, row[: max_pieces or None])) for row in ids]
+
+
 def run(args) -> dict:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
@@ -69,7 +94,12 @@ def run(args) -> dict:
     task_dir = pathlib.Path(args.task_dir)
     grid = [float(c) for c in args.c_grid.split(",")]
     (train, y_train), (dev, y_dev) = (read_split(task_dir, s) for s in ("train", "dev"))
-    words = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+    features = {"ngram_range": (1, 2), "min_df": 2, "sublinear_tf": True}
+    if args.vocab:
+        # Pieces as they are: no lower-casing or word pattern of sklearn's.
+        features.update(lowercase=False, token_pattern=r"\S+")
+        train, dev = (as_pieces(t, args.vocab, args.max_pieces) for t in (train, dev))
+    words = TfidfVectorizer(**features)
     x_train = words.fit_transform(train)
     x_dev = words.transform(dev)
     models, dev_scores = {}, {}
@@ -79,11 +109,16 @@ def run(args) -> dict:
     chosen = max(grid, key=lambda c: dev_scores[c])  # the first of a tie
     # Test is read only now, once C is chosen.
     test, y_test = read_split(task_dir, "test")
+    if args.vocab:
+        test = as_pieces(test, args.vocab, args.max_pieces)
     return {
         **run_info(__file__),
         "task_dir": str(task_dir),
+        "features": "words" if not args.vocab else "pieces",
+        "vocab": args.vocab,
+        "max_pieces": args.max_pieces,
         "examples": {"train": len(train), "dev": len(dev), "test": len(test)},
-        "features": len(words.vocabulary_),
+        "feature_count": len(words.vocabulary_),
         "dev_accuracy_by_c": {str(c): s for c, s in dev_scores.items()},
         "chosen_c": chosen,
         "dev_accuracy": dev_scores[chosen],

@@ -54,3 +54,15 @@ def test_a_malformed_split_names_its_file_and_line(tmp_path):
         linear_baseline.read_split(tmp_path, "test")
     with pytest.raises(SystemExit, match="cannot read .*other.tsv"):
         linear_baseline.read_split(tmp_path, "other")
+
+
+def test_pieces_are_the_encoders_wordpiece_ids_cut_as_fine_tuning_cuts_them():
+    from electra_tf.data.vocabulary import Vocabulary
+
+    vocab = pathlib.Path(__file__).parents[2] / "electra_tf/assets/demo_vocab.txt"
+    text = "An unflinchingly bleak and desperate film."
+    ids = Vocabulary.from_file(vocab).tokenizer().tokenize([text])[0]
+    assert linear_baseline.as_pieces([text], str(vocab), 0) == [" ".join(map(str, ids))]
+    assert linear_baseline.as_pieces([text], str(vocab), 3)[0].split() == [
+        str(i) for i in ids[:3]
+    ]
