@@ -738,11 +738,13 @@ def finetune_unit(args, setup, key, data) -> dict:
         pretrained = str(pathlib.Path(args.out_dir) / "encoders" / encoder)
     # The no-pre-training runs draw their encoder from their own seed.
     seed = fseed if pretrained else 1000 * int(encoder.split("-p")[1]) + fseed
+    directory = setup["task_dirs"][task_name]
     started = time.perf_counter()
     if task.kind == "tagging":
-        results = finetune_tagging(args, config, pretrained, base, data, seed)
+        results = finetune_tagging(
+            args, directory, config, pretrained, base, data, seed
+        )
     else:
-        directory = setup["task_dirs"][task_name]
         results = finetune_classification(
             directory, config, pretrained, base, data, seed
         )
@@ -756,7 +758,7 @@ def finetune_unit(args, setup, key, data) -> dict:
     }
 
 
-def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
+def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> dict:
     import os.path as p
 
     from electra_tf.finetuning import trainer
@@ -766,7 +768,7 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
     from electra_tf.finetuning.tagging_metrics import tagging_scores
 
     splits = load_tagging_data(
-        p.join(args.pos_dir, "train.conll"), p.join(args.pos_dir, "dev.conll")
+        p.join(directory, "train.conll"), p.join(directory, "dev.conll")
     )
     if args.pos_train_sentences:
         train = sample_sentences(splits.train, args.pos_train_sentences)
@@ -774,7 +776,7 @@ def finetune_tagging(args, config, pretrained, base, data, seed) -> dict:
     start = StartingPoint(pretrained, base["model"], data["vocabulary"])
 
     def score_test(tagger):
-        test = read_conll(p.join(args.pos_dir, "test.conll"))
+        test = read_conll(p.join(directory, "test.conll"))
         predicted = tagger.predict_tags(
             [list(w) for w in test.words], batch_size=config.eval_batch_size
         )
@@ -928,8 +930,11 @@ def make_setup(args, data) -> dict:
 
 def task_dirs(args, tasks: list[str]) -> dict[str, str]:
     """Where each of `tasks` reads its splits."""
-    given = {"pos": args.pos_dir, "sentiment": args.sentiment_dir}
-    given["party"] = args.party_dir
+    given = {
+        "pos": args.pos_dir,
+        "sentiment": args.sentiment_dir,
+        "party": args.party_dir,
+    }
     if "party" in tasks and not args.party_dir:
         raise SystemExit(
             "error: --tasks party needs --party-dir (build it with "

@@ -116,9 +116,9 @@ def split_addresses(addresses: list[dict], seed: int) -> dict[str, list[dict]]:
     for party in LABELS:
         own = [a for a in addresses if a["party"] == party]
         order = np.random.default_rng(seed).permutation(len(own))
-        dev, test = round(0.2 * len(own)), round(0.2 * len(own))
+        fifth = round(0.2 * len(own))
         for rank, index in enumerate(order):
-            split = "test" if rank < test else "dev" if rank < test + dev else "train"
+            split = "test" if rank < fifth else "dev" if rank < 2 * fifth else "train"
             splits[split].append(own[index])
     return {s: sorted(a, key=lambda a: a["file"]) for s, a in splits.items()}
 

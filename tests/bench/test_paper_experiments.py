@@ -478,9 +478,10 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
     monkeypatch.setattr(tagging_data, "read_conll", read_conll)
     monkeypatch.setattr(tagging, "read_conll", read_conll)
     monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
-    args = argparse.Namespace(pos_dir=str(pos_dir), pos_train_sentences=0)
+    args = argparse.Namespace(pos_train_sentences=0)
     results = study.finetune_tagging(
         args,
+        str(pos_dir),
         config=types.SimpleNamespace(eval_batch_size=8),
         pretrained=None,
         base={"model": _NO_PRETRAINING["model"]},
