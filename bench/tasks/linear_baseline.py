@@ -20,7 +20,6 @@ against words is lost in the pieces and the cut, or in the model.
 from __future__ import annotations
 
 import argparse
-import csv
 import pathlib
 import sys
 
@@ -54,27 +53,20 @@ def parse_args(argv=None):
 
 
 def read_split(task_dir: pathlib.Path, split: str) -> tuple[list[str], list[int]]:
-    path = task_dir / f"{split}.tsv"
+    """`split`'s sentences and labels, read as the study reads them
+    (`read_glue_tsv`, SST-2's layout with a labelled test.tsv)."""
+    import dataclasses
+
+    from electra_tf.errors import ElectraError
+    from electra_tf.finetuning.glue_readers import read_glue_tsv
+    from electra_tf.finetuning.glue_tasks import get_task
+
+    task = dataclasses.replace(get_task("sst2"), test_splits=())
     try:
-        with open(path, encoding="utf-8", newline="") as file:
-            rows = list(csv.reader(file, delimiter="\t", quoting=csv.QUOTE_NONE))
-    except OSError as error:
-        raise SystemExit(f"error: cannot read {path}: {error.strerror}") from None
-    except UnicodeDecodeError:
-        raise SystemExit(f"error: {path} is not UTF-8 text") from None
-    if not rows or rows[0][:2] != ["sentence", "label"]:
-        raise SystemExit(f"error: {path} lacks the header sentence<TAB>label")
-    texts, labels = [], []
-    for line, row in enumerate(rows[1:], start=2):
-        if not row:
-            continue
-        if len(row) != 2 or row[1] not in ("0", "1"):
-            raise SystemExit(f"error: {path}, line {line}: not sentence<TAB>0 or 1")
-        texts.append(row[0])
-        labels.append(int(row[1]))
-    if not texts:
-        raise SystemExit(f"error: {path} has no example")
-    return texts, labels
+        examples = read_glue_tsv(task, split, str(task_dir))
+    except ElectraError as error:
+        raise SystemExit(f"error: {error}") from None
+    return list(examples.texts[0]), examples.labels.tolist()
 
 
 def as_pieces(texts: list[str], vocab: str, max_pieces: int) -> list[str]:

@@ -1,5 +1,6 @@
 """bench/tasks/linear_baseline.py: C is chosen on dev before test is read, the
-figure is the chosen model's, and a malformed split names itself."""
+figure is the chosen model's, and a malformed split names its file and line
+(read as the study reads it)."""
 
 import pathlib
 
@@ -44,15 +45,17 @@ def test_c_is_chosen_on_dev_before_test_is_read(monkeypatch, tmp_path):
 
 def test_a_malformed_split_names_its_file_and_line(tmp_path):
     (tmp_path / "train.tsv").write_text("text\tlabel\nfine words\t1\n")
-    with pytest.raises(SystemExit, match="train.tsv lacks the header"):
+    with pytest.raises(SystemExit, match="train.tsv, line 1: no column 'sentence'"):
         linear_baseline.read_split(tmp_path, "train")
     (tmp_path / "dev.tsv").write_text("sentence\tlabel\nfine words\tpositive\n")
-    with pytest.raises(SystemExit, match="dev.tsv, line 2: not sentence"):
+    with pytest.raises(
+        SystemExit, match="dev.tsv, line 2: label 'positive' is not one of 0, 1"
+    ):
         linear_baseline.read_split(tmp_path, "dev")
     (tmp_path / "test.tsv").write_bytes(b"sentence\tlabel\n\xff\t1\n")
-    with pytest.raises(SystemExit, match="test.tsv is not UTF-8"):
+    with pytest.raises(SystemExit, match="test.tsv, line 2: not UTF-8"):
         linear_baseline.read_split(tmp_path, "test")
-    with pytest.raises(SystemExit, match="cannot read .*other.tsv"):
+    with pytest.raises(SystemExit, match="other file not found: .*other.tsv"):
         linear_baseline.read_split(tmp_path, "other")
 
 
