@@ -1226,10 +1226,25 @@ def bootstrap_difference(a: dict, b: dict, samples: int = 10000, seed: int = 0):
     `a` and `b` map a pre-training run to its fine-tuning scores. Each
     resample draws pre-training runs with replacement, then fine-tuning
     scores within each drawn run, so both sources of spread are counted.
+    A side with one pre-training run contributes only its fine-tuning
+    spread, and one with a single score none: `pretraining_runs` and
+    `scores` say so, and the interval is None when a side has one score,
+    since resampling it could only return the point.
     """
     import numpy as np
 
     rng = np.random.default_rng(seed)
+    point = float(
+        np.mean([np.mean(v) for v in a.values()])
+        - np.mean([np.mean(v) for v in b.values()])
+    )
+    found = {
+        "difference": point,
+        "pretraining_runs": [len(a), len(b)],
+        "scores": [sum(map(len, a.values())), sum(map(len, b.values()))],
+    }
+    if min(found["scores"]) == 1:
+        return {**found, "low": None, "high": None}
 
     def resample(groups):
         runs = list(groups.values())
@@ -1241,12 +1256,32 @@ def bootstrap_difference(a: dict, b: dict, samples: int = 10000, seed: int = 0):
         return float(np.mean(means))
 
     differences = np.array([resample(a) - resample(b) for _ in range(samples)])
-    point = float(
-        np.mean([np.mean(v) for v in a.values()])
-        - np.mean([np.mean(v) for v in b.values()])
-    )
     low, high = np.percentile(differences, [2.5, 97.5])
-    return {"difference": point, "low": float(low), "high": float(high)}
+    return {**found, "low": float(low), "high": float(high)}
+
+
+def interval_text(name: str, interval: dict) -> str:
+    """One line per comparison, saying which spread its interval leaves out."""
+    left, right = name.split(" - ")
+    head = f"{name}: {interval['difference']:+.4f}"
+    if interval.get("low") is None:
+        single = left if interval["scores"][0] == 1 else right
+        return f"{head}; no interval ({single}: one pre-training run, one seed)"
+    text = (
+        f"{head}, 95% bootstrap interval "
+        f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
+    )
+    alone = [
+        side
+        for side, runs in zip((left, right), interval["pretraining_runs"])
+        if runs == 1
+    ]
+    if alone:
+        text += (
+            f" (over fine-tuning seeds only for {' and '.join(alone)}: "
+            "one pre-training run, so narrower than the truth)"
+        )
+    return text
 
 
 def comparisons(setup, summary) -> dict:
@@ -1470,10 +1505,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             )
         for name, interval in compared.get(task, {}).items():
             lines.append("")
-            lines.append(
-                f"{name}: {interval['difference']:+.4f}, 95% bootstrap interval "
-                f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
-            )
+            lines.append(interval_text(name, interval))
         lines.append("")
     if encoder_weights:
         from electra_tf.presets import get_preset

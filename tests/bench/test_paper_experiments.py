@@ -439,6 +439,25 @@ def test_bootstrap_interval_covers_zero_when_groups_overlap_and_not_when_apart()
     assert apart["low"] > 0.05
 
 
+def test_interval_says_what_spread_a_single_run_leaves_out():
+    three_by_three = {s: [0.90 + 0.01 * s, 0.91, 0.90] for s in range(3)}
+    one_by_three = {1: [0.95, 0.94, 0.96]}
+    fewer = study.bootstrap_difference(three_by_three, one_by_three)
+    assert fewer["pretraining_runs"] == [3, 1] and fewer["scores"] == [9, 3]
+    assert fewer["low"] < fewer["difference"] < fewer["high"]
+    line = study.interval_text("electra - gdes", fewer)
+    assert "95% bootstrap interval" in line
+    assert "fine-tuning seeds only for gdes" in line
+    # One score on a side: resampling could only return the point, so no interval.
+    single = study.bootstrap_difference(three_by_three, {1: [0.95]})
+    assert single["low"] is None and single["high"] is None
+    line = study.interval_text("electra - replace_mlm", single)
+    assert "no interval (replace_mlm: one pre-training run, one seed)" in line
+    assert "bootstrap" not in line
+    both = study.bootstrap_difference(three_by_three, three_by_three)
+    assert "only" not in study.interval_text("electra - mlm", both)
+
+
 def test_test_split_is_scored_once_after_training_with_the_trained_model():
     events = []
 
