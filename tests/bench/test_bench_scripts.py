@@ -31,6 +31,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
         ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
         ("tasks.linear_baseline", ["--task-dir", "--c-grid"]),
+        ("studies.paper_headline", ["--task", "--reference"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):

@@ -1,0 +1,295 @@
+"""The paper's headline comparison on every task at once: ELECTRA against
+BERT-style MLM against no pre-training at equal pre-training FLOPs, one
+panel per task, from the reports `paper_experiments --report` writes.
+
+Each task names the report that holds its 3 x 3 runs (the studies are
+separate: Brown POS ran on pre-training seeds 1-3, the sentence tasks on
+seeds 4-6), and optionally the `linear_baseline` result files drawn beside
+it as references. Nothing is fine-tuned or recomputed here: the figures,
+spreads and bootstrap intervals are the reports', gathered in one table
+(`<output>.md`), one JSON (`<output>.json`) and one plot (`<output>.png`)
+so that a reader sees the claim and its spread on every task together.
+
+    python -m bench.studies.paper_headline \\
+        --task pos=bench/results/paper_experiments.json \\
+        --task sentiment=bench/results/paper_experiments_seeds456.json \\
+        --reference sentiment=bench/results/linear_baseline_rt_polarity.json \\
+        --output bench/results/paper_headline
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from bench.result_file import write_result
+from bench.run_info import run_info
+from bench.studies.paper_experiments import interval_text, label
+
+ARMS = ("electra", "mlm", "none")
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--task",
+        action="append",
+        required=True,
+        metavar="TASK=REPORT",
+        help="A task and the paper_experiments report JSON holding its runs; "
+        "repeat per task, in the order of the panels.",
+    )
+    parser.add_argument(
+        "--reference",
+        action="append",
+        default=[],
+        metavar="TASK=RESULT[,RESULT]",
+        help="linear_baseline result JSONs drawn beside a task's panel.",
+    )
+    parser.add_argument(
+        "--output",
+        required=True,
+        help="Path without suffix: writes .json, .md and .png.",
+    )
+    return parser.parse_args(argv)
+
+
+def _pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
+    pairs = []
+    for value in values:
+        task, sep, path = value.partition("=")
+        if not sep or not task or not path:
+            raise ValueError(f"{flag} {value!r}: expected TASK=PATH")
+        pairs.append((task, path))
+    return pairs
+
+
+def _read(path: str) -> dict:
+    try:
+        return json.loads(pathlib.Path(path).read_text())
+    except OSError as error:
+        raise ValueError(f"{path}: cannot read ({error.strerror})") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(
+            f"{path}: not JSON ({error.msg}, line {error.lineno})"
+        ) from None
+
+
+def final_points(report: dict, task: str, path: str) -> dict[str, dict]:
+    """Each headline arm's final encoder on `task`: the point at its largest
+    kept step (no pre-training has one point)."""
+    points = report.get("summary", {}).get(task)
+    if not points:
+        raise ValueError(f"{path}: no runs of task {task!r}")
+    finals = {}
+    for point in points.values():
+        arm = point["variant"]
+        if arm in ARMS and point["step"] >= finals.get(arm, {}).get("step", -1):
+            finals[arm] = point
+    missing = [arm for arm in ARMS if arm not in finals]
+    if missing:
+        raise ValueError(f"{path}: task {task!r} has no runs of {', '.join(missing)}")
+    return finals
+
+
+def gather(tasks, references) -> dict:
+    """Per task: every arm's runs and summary, the report's comparisons and
+    where it came from, and the linear references."""
+    found = {}
+    cited = {}
+    for task, path in references:
+        cited.setdefault(task, []).extend(path.split(","))
+    unknown = sorted(set(cited) - {task for task, _ in tasks})
+    if unknown:
+        raise ValueError(f"--reference names a task not given by --task: {unknown[0]}")
+    for task, path in tasks:
+        report = _read(path)
+        finals = final_points(report, task, path)
+        setup = report["setup"]
+        found[task] = {
+            "report": path,
+            "report_date": report.get("date"),
+            "budget": {
+                "pretraining_flops": setup["budget_flops"],
+                "max_epochs": setup["max_epochs"][task],
+                "patience": setup["patience"][task],
+                "pos_train_sentences": setup.get("pos_train_sentences")
+                if task == "pos"
+                else None,
+            },
+            "arms": {
+                arm: {
+                    "step": point["step"],
+                    "flops": point["flops"],
+                    "pretraining_runs": point["pretraining_runs"],
+                    "finetuning_runs": point["finetuning_runs"],
+                    "test_mean": point["test_mean"],
+                    "test_std": point["test_std"],
+                    "test_mean_per_pretraining_run": point[
+                        "test_mean_per_pretraining_run"
+                    ],
+                    "runs": [
+                        {
+                            k: run[k]
+                            for k in ("pretraining_seed", "finetune_seed", "test")
+                        }
+                        for run in point["runs"]
+                    ],
+                }
+                for arm, point in finals.items()
+            },
+            "comparisons": {
+                name: interval
+                for name, interval in report["comparisons"].get(task, {}).items()
+                if name in ("electra - mlm", "electra - none")
+            },
+            "references": [
+                {
+                    "result": reference,
+                    "features": (result := _read(reference))["features"],
+                    "test_accuracy": result["test_accuracy"],
+                    "dev_accuracy": result["dev_accuracy"],
+                }
+                for reference in cited.get(task, [])
+            ],
+        }
+    return found
+
+
+def markdown(found: dict) -> str:
+    lines = [
+        "Test accuracy of the epoch chosen on dev, at equal pre-training FLOPs "
+        "(the paper's count): mean ± standard deviation over every (pre-training "
+        "run, fine-tuning seed); in brackets, pre-training runs x fine-tuning seeds, "
+        "then each pre-training run's (for no pre-training: each set of "
+        "initialisations') seed and mean. Each task's figures come from the "
+        "report named under it.",
+        "",
+        "| task | budget | ELECTRA | BERT-style MLM | no pre-training | "
+        "ELECTRA - MLM | ELECTRA - none | linear reference |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for task, entry in found.items():
+        budget = entry["budget"]
+        fine = f"up to {budget['max_epochs']} epochs, patience {budget['patience']}"
+        if budget["pos_train_sentences"]:
+            fine += f", {budget['pos_train_sentences']:,} training sentences"
+        cells = []
+        for arm in ARMS:
+            a = entry["arms"][arm]
+            means = a["test_mean_per_pretraining_run"]
+            seeds = a["finetuning_runs"] // a["pretraining_runs"]
+            cells.append(
+                f"{a['test_mean']:.4f} ± {a['test_std']:.4f} "
+                f"({a['pretraining_runs']} x {seeds}; "
+                + ("sets" if arm == "none" else "runs")
+                + f" {', '.join(means)}: "
+                + ", ".join(f"{v:.3f}" for v in means.values())
+                + ")"
+            )
+        differences = [
+            interval_text(name, entry["comparisons"][name]).split(": ", 1)[1]
+            if name in entry["comparisons"]
+            else "-"
+            for name in ("electra - mlm", "electra - none")
+        ]
+        references = (
+            ", ".join(
+                f"{r['features']} {r['test_accuracy']:.4f}" for r in entry["references"]
+            )
+            or "-"
+        )
+        lines.append(
+            f"| {task} | {budget['pretraining_flops']:.3g} FLOPs; {fine} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(differences)
+            + f" | {references} |"
+        )
+    lines.append("")
+    for task, entry in found.items():
+        lines.append(f"{task}: `{entry['report']}` ({entry['report_date']})")
+    return "\n".join(lines) + "\n"
+
+
+def plot(found: dict, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(
+        1, len(found), figsize=(3.6 * len(found), 4.2), squeeze=False
+    )
+    try:
+        for axes, (task, entry) in zip(panels[0], found.items()):
+            for x, arm in enumerate(ARMS):
+                a = entry["arms"][arm]
+                seeds = sorted({r["pretraining_seed"] for r in a["runs"]})
+                for r in a["runs"]:
+                    # Each pre-training run's seeds side by side, so the
+                    # spread between runs shows apart from that within one.
+                    offset = (
+                        seeds.index(r["pretraining_seed"]) - (len(seeds) - 1) / 2
+                    ) * 0.12
+                    axes.scatter(x + offset, r["test"], s=10, alpha=0.5, color=f"C{x}")
+                axes.errorbar(
+                    x + 0.35,
+                    a["test_mean"],
+                    yerr=a["test_std"],
+                    marker="s",
+                    color=f"C{x}",
+                    capsize=4,
+                )
+            for number, reference in enumerate(entry["references"]):
+                axes.axhline(
+                    reference["test_accuracy"],
+                    color="grey",
+                    linestyle=("--", ":")[number % 2],
+                    linewidth=1,
+                    label=f"linear, {reference['features']}",
+                )
+            axes.set_xticks(range(len(ARMS)), [label(arm) for arm in ARMS], fontsize=8)
+            seeds = sorted(
+                {r["pretraining_seed"] for r in entry["arms"]["electra"]["runs"]}
+            )
+            axes.set_title(
+                f"{task} (pre-training seeds {', '.join(map(str, seeds))})", fontsize=10
+            )
+            axes.grid(alpha=0.3, axis="y")
+            if entry["references"]:
+                axes.legend(fontsize=7, loc="lower right")
+        panels[0][0].set_ylabel("test accuracy (dots: runs; squares: mean ± sd)")
+        figure.suptitle(
+            "Equal pre-training FLOPs: runs grouped by pre-training run", fontsize=10
+        )
+        figure.tight_layout()
+        figure.savefig(path, dpi=120)
+    finally:
+        plt.close(figure)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    try:
+        found = gather(
+            _pairs(args.task, "--task"), _pairs(args.reference, "--reference")
+        )
+    except ValueError as error:
+        print(f"paper_headline: {error}", file=sys.stderr)
+        return 2
+    output = pathlib.Path(args.output)
+    write_result(output.with_suffix(".json"), {**run_info(__file__), "tasks": found})
+    output.with_suffix(".md").write_text(markdown(found))
+    plot(found, output.with_suffix(".png"))
+    print(markdown(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
