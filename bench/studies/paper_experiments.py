@@ -1261,9 +1261,10 @@ def bootstrap_difference(a: dict, b: dict, samples: int = 10000, seed: int = 0):
 
 
 def interval_text(name: str, interval: dict) -> str:
-    """One line per comparison, saying which spread its interval leaves out."""
+    """The difference and its interval for comparison `name` ("electra -
+    mlm"), saying which spread the interval leaves out."""
     left, right = name.split(" - ")
-    head = f"{name}: {interval['difference']:+.4f}"
+    head = f"{interval['difference']:+.4f}"
     if interval.get("low") is None:
         single = left if interval["scores"][0] == 1 else right
         return f"{head}; no interval ({single}: one pre-training run, one seed)"
@@ -1284,6 +1285,15 @@ def interval_text(name: str, interval: dict) -> str:
     return text
 
 
+def is_final(setup: dict, point: dict) -> bool:
+    """Whether a summary point is its variant's final encoder (the last kept
+    step; no pre-training has only the one point)."""
+    variant = point["variant"]
+    return variant == "none" or point["step"] == max(
+        setup["kept_steps"].get(variant, [0])
+    )
+
+
 def comparisons(setup, summary) -> dict:
     """ELECTRA against every other final point, per task."""
     found = {}
@@ -1291,9 +1301,7 @@ def comparisons(setup, summary) -> dict:
         finals = {}
         for point in points.values():
             variant = point["variant"]
-            if variant == "none" or point["step"] == max(
-                setup["kept_steps"].get(variant, [0])
-            ):
+            if is_final(setup, point):
                 groups = {}
                 for run in point["runs"]:
                     groups.setdefault(run["pretraining_seed"], []).append(run["test"])
@@ -1505,7 +1513,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             )
         for name, interval in compared.get(task, {}).items():
             lines.append("")
-            lines.append(interval_text(name, interval))
+            lines.append(f"{name}: {interval_text(name, interval)}")
         lines.append("")
     if encoder_weights:
         from electra_tf.presets import get_preset

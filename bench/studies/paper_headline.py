@@ -26,7 +26,7 @@ import sys
 
 from bench.result_file import write_result
 from bench.run_info import run_info
-from bench.studies.paper_experiments import interval_text, label
+from bench.studies.paper_experiments import interval_text, is_final, label
 
 ARMS = ("electra", "mlm", "none")
 
@@ -81,16 +81,17 @@ def _read(path: str) -> dict:
 
 
 def final_points(report: dict, task: str, path: str) -> dict[str, dict]:
-    """Each headline arm's final encoder on `task`: the point at its largest
-    kept step (no pre-training has one point)."""
+    """Each headline arm's final encoder on `task`, as the report's own
+    comparisons choose it (`is_final`): a study whose final encoders have
+    not all been fine-tuned is refused, never shown at an earlier step."""
     points = report.get("summary", {}).get(task)
     if not points:
         raise ValueError(f"{path}: no runs of task {task!r}")
-    finals = {}
-    for point in points.values():
-        arm = point["variant"]
-        if arm in ARMS and point["step"] >= finals.get(arm, {}).get("step", -1):
-            finals[arm] = point
+    finals = {
+        point["variant"]: point
+        for point in points.values()
+        if point["variant"] in ARMS and is_final(report["setup"], point)
+    }
     missing = [arm for arm in ARMS if arm not in finals]
     if missing:
         raise ValueError(f"{path}: task {task!r} has no runs of {', '.join(missing)}")
@@ -107,8 +108,11 @@ def gather(tasks, references) -> dict:
     unknown = sorted(set(cited) - {task for task, _ in tasks})
     if unknown:
         raise ValueError(f"--reference names a task not given by --task: {unknown[0]}")
+    reports = {}  # two tasks may share one study's report
     for task, path in tasks:
-        report = _read(path)
+        if path not in reports:
+            reports[path] = _read(path)
+        report = reports[path]
         finals = final_points(report, task, path)
         setup = report["setup"]
         found[task] = {
@@ -193,7 +197,7 @@ def markdown(found: dict) -> str:
                 + ")"
             )
         differences = [
-            interval_text(name, entry["comparisons"][name]).split(": ", 1)[1]
+            interval_text(name, entry["comparisons"][name])
             if name in entry["comparisons"]
             else "-"
             for name in ("electra - mlm", "electra - none")
@@ -285,9 +289,10 @@ def main(argv=None) -> int:
         return 2
     output = pathlib.Path(args.output)
     write_result(output.with_suffix(".json"), {**run_info(__file__), "tasks": found})
-    output.with_suffix(".md").write_text(markdown(found))
+    table = markdown(found)
+    output.with_suffix(".md").write_text(table)
     plot(found, output.with_suffix(".png"))
-    print(markdown(found))
+    print(table)
     return 0
 
 

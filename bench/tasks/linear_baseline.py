@@ -20,6 +20,7 @@ against words is lost in the pieces and the cut, or in the model.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pathlib
 import sys
 
@@ -55,8 +56,6 @@ def parse_args(argv=None):
 def read_split(task_dir: pathlib.Path, split: str) -> tuple[list[str], list[int]]:
     """`split`'s sentences and labels, read as the study reads them
     (`read_glue_tsv`, SST-2's layout with a labelled test.tsv)."""
-    import dataclasses
-
     from electra_tf.errors import ElectraError
     from electra_tf.finetuning.glue_readers import read_glue_tsv
     from electra_tf.finetuning.glue_tasks import get_task
