@@ -140,6 +140,28 @@ def missing_results(path: pathlib.Path, root: pathlib.Path = REPO) -> list[str]:
     return problems
 
 
+def fence_problems(path: pathlib.Path) -> list[str]:
+    """Code fences that do not pair up: a closing fence with a language after
+    it (markdown would open a block there, not close one), or a block left open."""
+    problems, open_at = [], None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fence = re.match(r"^\s*(```|~~~)\s*(\S*)", line)
+        if not fence:
+            continue
+        if open_at is None:
+            open_at = number
+        elif fence.group(2):
+            problems.append(
+                f"{path.name}:{number}: a fence with a language closes {open_at}"
+            )
+            open_at = None
+        else:
+            open_at = None
+    if open_at is not None:
+        problems.append(f"{path.name}:{open_at}: a code block never closed")
+    return problems
+
+
 # === The checker on made-up markdown ===
 
 
@@ -198,6 +220,18 @@ def test_the_checker_catches_a_cited_result_file_that_is_missing(tmp_path):
     ]
 
 
+def test_the_checker_catches_fences_that_do_not_pair(tmp_path):
+    good = tmp_path / "good.md"
+    good.write_text("```bash\nls\n```\n\n```\nx\n```\n", encoding="utf-8")
+    assert fence_problems(good) == []
+    bad = tmp_path / "bad.md"
+    bad.write_text("```bash\n```bash\nls\n```\n", encoding="utf-8")
+    assert fence_problems(bad) == [
+        "bad.md:2: a fence with a language closes 1",
+        "bad.md:4: a code block never closed",
+    ]
+
+
 # === The repository's documents ===
 
 
@@ -214,6 +248,11 @@ def test_the_documents_are_found():
 @pytest.mark.parametrize("path", documents(), ids=_name)
 def test_every_relative_link_and_anchor_resolves(path):
     assert link_problems(path) == []
+
+
+@pytest.mark.parametrize("path", documents(), ids=_name)
+def test_code_fences_pair_up(path):
+    assert fence_problems(path) == []
 
 
 @pytest.mark.parametrize("path", documents(), ids=_name)
