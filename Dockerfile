@@ -7,7 +7,7 @@
 #
 # For GPUs build with `--build-arg TF_PACKAGE="tensorflow[and-cuda]==2.21.0"`, which pulls
 # the CUDA libraries from PyPI (the host needs only the NVIDIA driver and
-# nvidia-container-toolkit). See README "Accelerators" for Cloud TPU VMs.
+# nvidia-container-toolkit). See docs/distribution.md for Cloud TPU VMs.
 FROM python:3.11-slim
 
 ARG TF_PACKAGE=""

@@ -6,7 +6,8 @@ initialised, what `finetune/run.py --pretrained none --preset <export>` trains)
 on the bundled Brown POS excerpt (`electra_tf/assets/tasks/brown_pos`: 2,000
 training sentences), each with seeds 1, 2 and 3, then prints both: per seed,
 mean, standard deviation and range of token accuracy on dev (which chose each
-run's epoch) and on test (scored once, after). Writes
+run's epoch) and on test (scored once, after), then what that buys and what
+the project measured at the `cpu` preset per objective. Writes
 `runs/finetune/tagging_demo/comparison.json`. `--data-dir` compares on your
 own CoNLL files (train.conll, dev.conll, and a labelled test.conll).
 """

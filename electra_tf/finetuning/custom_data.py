@@ -9,7 +9,7 @@ predictions come back as the user's strings; `write_test_predictions` writes
 the test file's rows back in its own format with a `prediction` column; a
 test file with the label column is also read labelled, to be scored. The
 formats, the inference and the errors (`DataFileError`, one line naming the
-file, the line and the value) are the user's to read in finetune/README.md,
+file, the line and the value) are the user's to read in docs/finetuning.md,
 "Your own classification or regression data".
 
 Example:

@@ -4,7 +4,8 @@ As google-research/electra's `finetune/task.py` and TF Model Garden's
 `official/nlp/tasks`: a task is one kind's data, the run's `FinetuningConfig`
 and the `StartingPoint`; `trainer.run_finetuning` runs every kind alike. The
 kinds, one module each: `classification`, `tagging`, `question_answering`; a
-fourth is a subclass listed in `finetune.TASK_KINDS` (finetune/README.md).
+fourth is a subclass listed in `finetune.TASK_KINDS` (docs/development.md,
+"Adding a task kind").
 """
 
 from __future__ import annotations

@@ -207,7 +207,42 @@ def _run_demo(preset, output_dir, seeds, capsys):
         assert (
             f"{split}: pre-trained minus none {result['gain'][split]:+.4f}" in printed
         )
+    # It ends with the reading a user acts on, its own gain first.
+    reading = pretraining_gain.measured_reading(result["gain"]["test"])
+    assert printed.rstrip().endswith(reading)
+    assert f"bought: {'a' if result['gain']['test'] > 0 else 'no'} gain" in reading
     return result
+
+
+def test_the_demo_reading_quotes_the_measured_figures_exactly():
+    """Every figure the demo's closing reading prints is the one in
+    bench/results/paper_experiments.json, rounded as printed, with its count
+    of pre-training runs and fine-tuning runs; and the reading prints them."""
+    report = json.loads((REPO / "bench/results/paper_experiments.json").read_text())
+    summary = report["summary"]["pos"]
+    assert report["setup"]["preset"] == "cpu"
+    assert report["setup"]["pos_train_sentences"] == 8000
+    assert f"{report['setup']['budget_flops']:.3g}" == (
+        f"{pretraining_gain.CPU_PRESET_FLOPS:.3g}"
+    )
+    reading = pretraining_gain.measured_reading(-0.01)
+    for key, (
+        _,
+        name,
+        accuracy,
+        runs,
+        seeds,
+    ) in pretraining_gain.CPU_PRESET_POS_TEST.items():
+        measured = summary[key]
+        assert round(measured["test_mean"], 3) == accuracy, key
+        assert measured["pretraining_runs"] == runs, key
+        assert measured["finetuning_runs"] == runs * seeds, key
+        assert f"{accuracy:.3f}  {name} ({runs} x {seeds})" in reading
+    # Ahead and behind are read from the figures, not written.
+    assert "MLM and GDES ahead of no pre-training" in reading
+    assert "Electric and tied ELECTRA below it" in reading
+    assert "bought: no gain on test (-0.0100)" in reading
+    assert "bought: a gain" in pretraining_gain.measured_reading(0.02)
 
 
 def test_the_demo_command_writes_and_prints_both_arms(

@@ -1,0 +1,276 @@
+"""The documents hold together: every relative link of the README, docs/,
+BENCHMARKS.md and RELIABILITY.md reaches a file and, with `#anchor`, a heading
+or an explicit `<a id>` there; every `bench/results/...` path they cite exists;
+the README and BENCHMARKS.md stay short enough to read. The checker is tested
+on made-up markdown first, so that it cannot pass by finding nothing.
+
+No TensorFlow here: plain text only.
+"""
+
+from __future__ import annotations
+
+import glob
+import pathlib
+import re
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+README_MAX_LINES = 300
+BENCHMARKS_MAX_LINES = 1200
+
+FENCE = re.compile(r"^\s*(```|~~~)")
+HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+EXPLICIT_ANCHOR = re.compile(r"""<a\s+[^>]*\b(?:id|name)\s*=\s*["']([^"']+)["']""")
+# [text](target) and ![alt](target); the target up to a space or ")".
+LINK = re.compile(
+    r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]"  # [text], one level of nested [...]
+    r"\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)"  # (target "title")
+)
+INLINE_CODE = re.compile(r"(`+)(.+?)\1")
+RESULT_PATH = re.compile(r"bench/results/(?:[A-Za-z0-9_.*/-]|\{[^{}\s]*\})*[\w*/}]")
+BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def documents(root: pathlib.Path = REPO) -> list[pathlib.Path]:
+    """The documents checked: README.md, docs/**/*.md, BENCHMARKS.md, RELIABILITY.md."""
+    paths = [root / "README.md", root / "BENCHMARKS.md", root / "RELIABILITY.md"]
+    paths += sorted((root / "docs").rglob("*.md"))
+    return [path for path in paths if path.exists()]
+
+
+def prose_lines(text: str) -> list[str]:
+    """Every line, those of fenced code blocks blanked and inline code
+    removed from the others (so that line numbers still hold)."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            lines.append("")
+        else:
+            lines.append("" if fenced else INLINE_CODE.sub("", line))
+    return lines
+
+
+def github_slug(heading: str) -> str:
+    """GitHub's anchor for a heading's text: markup reduced to its text,
+    lowercased, every character but letters, digits, spaces, "-" and "_"
+    dropped, each space a "-"."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # links -> text
+    text = re.sub(r"<[^>]+>", "", text)  # inline HTML tags
+    text = text.replace("`", "").replace("*", "")
+    text = text.strip().lower()
+    text = re.sub(r"[^\w\- ]", "", text)
+    return text.replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """Every anchor a markdown text defines: its headings' slugs (a repeated
+    slug gets -1, -2, ... as on GitHub) and explicit `<a id=...>`/`name=...`."""
+    found, seen = set(), {}
+    fenced = False
+    for line in text.splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced:
+            continue
+        found.update(EXPLICIT_ANCHOR.findall(line))
+        match = HEADING.match(line)
+        if match:
+            slug = github_slug(match.group(2))
+            count = seen.get(slug, 0)
+            seen[slug] = count + 1
+            found.add(slug if count == 0 else f"{slug}-{count}")
+    return found
+
+
+def link_problems(path: pathlib.Path) -> list[str]:
+    """Each broken relative link of `path`: a missing file, or an anchor the
+    target markdown does not define. Web links are not followed."""
+    problems = []
+    text = path.read_text(encoding="utf-8")
+    for number, line in enumerate(prose_lines(text), 1):
+        for target in LINK.findall(line):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, mailto:, ...
+                continue
+            file_part, _, anchor = target.partition("#")
+            destination = (path.parent / file_part).resolve() if file_part else path
+            if not destination.exists():
+                problems.append(
+                    f"{path.name}:{number}: {target}: no file {destination}"
+                )
+                continue
+            if anchor and destination.suffix == ".md":
+                defined = anchors(destination.read_text(encoding="utf-8"))
+                if anchor not in defined:
+                    problems.append(
+                        f"{path.name}:{number}: {target}: no heading or <a id> "
+                        f"'{anchor}' in {destination.name}"
+                    )
+    return problems
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """The shell's brace expansion: `a_{x,y}.{json,md}` -> four names."""
+    match = BRACES.search(pattern)
+    if not match:
+        return [pattern]
+    head, tail = pattern[: match.start()], pattern[match.end() :]
+    return [
+        name
+        for choice in match.group(1).split(",")
+        for name in expand_braces(head + choice + tail)
+    ]
+
+
+def missing_results(path: pathlib.Path, root: pathlib.Path = REPO) -> list[str]:
+    """Each `bench/results/...` path `path` cites (anywhere, code included)
+    that does not exist. Braces expand as in the shell; a glob must match
+    something; a name without a suffix (a script's `--output` prefix) must
+    begin some file's name."""
+    problems = []
+    for cited in sorted(set(RESULT_PATH.findall(path.read_text(encoding="utf-8")))):
+        for name in expand_braces(cited.rstrip(".,")):
+            pattern = str(root / name)
+            if not pathlib.PurePath(name).suffix and not name.endswith("/"):
+                pattern += "*"
+            if not glob.glob(pattern):
+                problems.append(f"{path.name}: {name} does not exist")
+    return problems
+
+
+def fence_problems(path: pathlib.Path) -> list[str]:
+    """Code fences that do not pair up: a closing fence with a language after
+    it (markdown would open a block there, not close one), or a block left open."""
+    problems, open_at = [], None
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        fence = re.match(r"^\s*(```|~~~)\s*(\S*)", line)
+        if not fence:
+            continue
+        if open_at is None:
+            open_at = number
+        elif fence.group(2):
+            problems.append(
+                f"{path.name}:{number}: a fence with a language closes {open_at}"
+            )
+            open_at = None
+        else:
+            open_at = None
+    if open_at is not None:
+        problems.append(f"{path.name}:{open_at}: a code block never closed")
+    return problems
+
+
+# === The checker on made-up markdown ===
+
+
+def test_slugs_follow_github():
+    assert github_slug("Set-up: the two commands") == "set-up-the-two-commands"
+    assert github_slug("The CPU recipe: `--preset cpu`") == (
+        "the-cpu-recipe---preset-cpu"
+    )
+    assert github_slug("ELECTRA - MLM (3 x 3)") == "electra---mlm-3-x-3"
+    assert github_slug("What [pre-training](x.md) buys, 2.4x!") == (
+        "what-pre-training-buys-24x"
+    )
+    assert github_slug("snake_case **bold**") == "snake_case-bold"
+    text = "# Results\n## Results\n## Results\n```\n# not a heading\n```\n"
+    assert anchors(text) == {"results", "results-1", "results-2"}
+    assert anchors('<a id="summary"></a>\n<a name="old"></a>') == {"summary", "old"}
+
+
+def test_the_checker_catches_broken_links_and_passes_good_ones(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "guide.md").write_text(
+        '# Guide\n\n## Serving it\n\n<a id="latency"></a>\n', encoding="utf-8"
+    )
+    good = tmp_path / "good.md"
+    good.write_text(
+        "# Top\n\nSee [the guide](docs/guide.md), [serving](docs/guide.md#serving-it), "
+        "[latency](docs/guide.md#latency), [top](#top), [web](https://x.org/a#b).\n"
+        "```\n[in code](nowhere.md)\n```\nand `[inline](nowhere.md)`.\n",
+        encoding="utf-8",
+    )
+    assert link_problems(good) == []
+    bad = tmp_path / "bad.md"
+    bad.write_text(
+        "[gone](docs/missing.md) [no anchor](docs/guide.md#serving) [self](#nothing)\n",
+        encoding="utf-8",
+    )
+    problems = link_problems(bad)
+    assert len(problems) == 3, problems
+    assert "missing.md" in problems[0]
+    assert "'serving'" in problems[1] and "'nothing'" in problems[2]
+
+
+def test_the_checker_catches_a_cited_result_file_that_is_missing(tmp_path):
+    (tmp_path / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "bench" / "results" / "speed.json").write_text("{}")
+    doc = tmp_path / "doc.md"
+    doc.write_text(
+        "Measured (`bench/results/speed.json`, bench/results/spe*.json,\n"
+        "`bench/results/{speed,size}.json`; --output bench/results/speed).\n"
+        "```\npython -m x --output bench/results/lost.json\n```\n",
+        encoding="utf-8",
+    )
+    assert missing_results(doc, tmp_path) == [
+        "doc.md: bench/results/lost.json does not exist",
+        "doc.md: bench/results/size.json does not exist",
+    ]
+
+
+def test_the_checker_catches_fences_that_do_not_pair(tmp_path):
+    good = tmp_path / "good.md"
+    good.write_text("```bash\nls\n```\n\n```\nx\n```\n", encoding="utf-8")
+    assert fence_problems(good) == []
+    bad = tmp_path / "bad.md"
+    bad.write_text("```bash\n```bash\nls\n```\n", encoding="utf-8")
+    assert fence_problems(bad) == [
+        "bad.md:2: a fence with a language closes 1",
+        "bad.md:4: a code block never closed",
+    ]
+
+
+# === The repository's documents ===
+
+
+def _name(path: pathlib.Path) -> str:
+    return path.relative_to(REPO).as_posix()
+
+
+def test_the_documents_are_found():
+    names = {path.relative_to(REPO).as_posix() for path in documents()}
+    assert {"README.md", "BENCHMARKS.md", "RELIABILITY.md"} <= names
+    assert any(name.startswith("docs/") for name in names)
+
+
+@pytest.mark.parametrize("path", documents(), ids=_name)
+def test_every_relative_link_and_anchor_resolves(path):
+    assert link_problems(path) == []
+
+
+@pytest.mark.parametrize("path", documents(), ids=_name)
+def test_code_fences_pair_up(path):
+    assert fence_problems(path) == []
+
+
+@pytest.mark.parametrize("path", documents(), ids=_name)
+def test_every_cited_result_file_exists(path):
+    assert missing_results(path) == []
+
+
+def test_the_readme_links_every_guide():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for guide in sorted((REPO / "docs").glob("*.md")):
+        assert f"(docs/{guide.name}" in readme, guide.name
+
+
+def test_the_readme_is_at_most_300_lines():
+    lines = (REPO / "README.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES
+
+
+def test_benchmarks_is_at_most_1200_lines():
+    lines = (REPO / "BENCHMARKS.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= BENCHMARKS_MAX_LINES
