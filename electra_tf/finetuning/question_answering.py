@@ -242,6 +242,11 @@ def load_mrqa_data(flags: FinetuningFlags) -> tuple[SquadData, dict]:
                 f"--task {flags.task} reads tensorflow-datasets: add --tfds (or use "
                 "--task mrqa with --train-file and --dev-file)"
             )
+        refuse_flags(
+            flags,
+            ("train_file", "dev_file"),
+            f"--task {flags.task} --tfds (your own files: --task mrqa)",
+        )
         data = SquadData(
             1,
             train=load_tfds_mrqa(config, "train"),

@@ -321,6 +321,10 @@ def test_mrqa_is_the_question_answering_kind():
         (["--task", "mrqa/news_qa"], "reads tensorflow-datasets: add --tfds"),
         (["--task", "mrqa/drop", "--tfds"], "mrqa/drop is not a tensorflow-datasets"),
         (["--task", "mrqa", "--data-dir", "x"], "--data-dir does not apply to"),
+        (
+            ["--task", "mrqa/news_qa", "--tfds", "--train-file", TRAIN],
+            "--train-file does not apply to --task mrqa/news_qa --tfds",
+        ),
         (["--task", "mrqa", "--train-file", TRAIN], "--train-file and --dev-file go"),
         (
             ["--task", "mrqa", "--train-file", "no.jsonl.gz", "--dev-file", DEV],
