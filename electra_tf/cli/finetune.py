@@ -1,24 +1,24 @@
-"""Fine-tune ELECTRA on a GLUE task or SQuAD: `python finetune/run.py [flags]`.
+"""Fine-tune ELECTRA on a GLUE task, SQuAD or MRQA: `python finetune/run.py [flags]`.
 
-With no flags, runs the built-in demo: fine-tunes the pre-training demo's
-discriminator (`runs/pretrain/export/discriminator`, written by `python
-pretrain/run.py`) on the movie-review excerpt shipped in
-`electra_tf/assets/tasks/rt_polarity` as task sst2, on the CPU in a few minutes.
-`--pretrained none` trains the same model from random initialisation (the
-no-pre-training baseline).
+With no flags, runs the built-in demo: fine-tunes the pre-training demo's discriminator
+(`runs/pretrain/export/discriminator`, written by `python pretrain/run.py`) on the
+movie-review excerpt shipped in `electra_tf/assets/tasks/rt_polarity` as task sst2, on
+the CPU in a few minutes. `--pretrained none` trains the same model from random
+initialisation (the no-pre-training baseline).
 
-On GLUE: `--task mnli --data-dir glue_data` (the official download's layout) or
-`--task mnli --tfds`. On your own files: `--train-file train.csv --dev-file dev.csv
---text-columns review --label-column stars` (CSV, TSV or JSON Lines; classes or
-scores inferred from the labels, or `--label-type`). Tagging: `--task tagging
---train-file train.conll --dev-file dev.conll` (CoNLL layout; `--tfds`: CoNLL-2003
-NER from tensorflow-datasets; neither, the bundled Brown POS excerpt). SQuAD:
-`--task squad2 --data-dir squad` (train-v2.0.json, dev-v2.0.json; squad1: v1.1) or
-`--tfds`. Writes to --output-dir `metrics.json` (per seed and epoch, and the median
-over seeds), TensorBoard logs, test predictions and a raw-text SavedModel. The
-`score` logged and in metrics.json picks the best epoch and seed: the mean of the
-task's dev metrics (GLUE, as its leaderboard; own files), span F1 (tagging with BIO
-tags, else accuracy) or F1 (SQuAD; 2.0: at the best no-answer threshold).
+On GLUE: `--task mnli --data-dir glue_data` (the official download's layout) or `--task
+mnli --tfds`. On your own files: `--train-file train.csv --dev-file dev.csv
+--text-columns review --label-column stars` (CSV, TSV or JSON Lines; classes or scores
+inferred from the labels, or `--label-type`). Tagging: `--task tagging --train-file
+train.conll --dev-file dev.conll` (CoNLL layout; `--tfds`: CoNLL-2003 NER from
+tensorflow-datasets; neither, the bundled Brown POS excerpt). SQuAD: `--task squad2
+--data-dir squad` (train-v2.0.json, dev-v2.0.json; squad1: v1.1) or `--tfds`. MRQA:
+`--task mrqa --train-file NewsQA.jsonl.gz --dev-file ...` or `mrqa/news_qa --tfds`.
+Writes to --output-dir `metrics.json` (per seed and epoch, and the median over seeds),
+TensorBoard logs, test predictions and a raw-text SavedModel. The `score` logged and in
+metrics.json picks the best epoch and seed: the mean of the task's dev metrics (GLUE, as
+its leaderboard; own files), span F1 (tagging with BIO tags, else accuracy) or F1
+(SQuAD, MRQA; 2.0: at the best no-answer threshold).
 """
 
 from __future__ import annotations
@@ -44,15 +44,15 @@ def parse_args(argv=None):
     # A table of flags, one call each: kept as written.
     # fmt: off
     add = parser.add_argument
-    add("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, "
-        "squad1 or squad2 (default: sst2; AX is predicted by the mnli run); "
+    add("--task", help="cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, squad1, "
+        "squad2, mrqa, mrqa/<config> (--tfds) (default: sst2; AX: the mnli run's); "
         "'tagging' for token classification on CoNLL files. With --train-file and "
         "no --task: your own classification or regression data.")
     add("--pretrained", help="A keras-hub ELECTRA preset: "
         f"the directory pre-training exports (default: {DEFAULT.pretrained}) or a "
         "keras-hub preset name; 'none' for random initialisation.")
     files = parser.add_argument_group("your own data (--train-file): CSV, TSV, "
-        "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging")
+        "JSON Lines (.jsonl; .json: lines or one array); CoNLL for tagging; MRQA's")
     files.add_argument("--train-file", help="Training examples.")
     files.add_argument("--dev-file", help="Labelled examples to evaluate on.")
     files.add_argument("--test-file", help="Predicted (optional); scored if labelled.")
@@ -69,7 +69,7 @@ def parse_args(argv=None):
         "demo excerpt (sst2 only).")
     data.add_argument("--tfds", action="store_true",
         help="Read the task from tensorflow-datasets (downloads it): glue/<task>; "
-        "squad/v1.1 or v2.0; for --task tagging, conll2003 (NER).")
+        "squad/v1.1 or v2.0; mrqa/<config>; for --task tagging, conll2003 (NER).")
     add("--output-dir", help="Output directory (default: runs/finetune/<task>; "
         "custom for your own classification data). One that holds a previous "
         "run (its metrics.json) is refused unless --overwrite.")
@@ -82,18 +82,18 @@ def parse_args(argv=None):
         "--seeds run): learning curves and few-example comparisons. Default: all.")
     add("--sample-seed", type=int, help="Seed of the --train-examples "
         f"draw (default {DEFAULT.sample_seed}).")
-    add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD 2).")
+    add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD, MRQA 2).")
     add("--batch-size", type=int, help=f"Default: {RECIPES['base'].batch_size}.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
     add("--layerwise-decay", type=float, help="Default: "
         f"{RECIPES['base'].layerwise_decay} ({RECIPES['large'].layerwise_decay} "
         "for large).")
-    add("--max-seq-length", type=int, help="Tokens per example (SQuAD: window), "
-        "at least 8; longer inputs are truncated (tagging, SQuAD: windowed). "
-        f"Default: {RECIPES['base'].max_seq_length}; SQuAD: 512, or the "
+    add("--max-seq-length", type=int, help="Tokens per example (SQuAD, MRQA: window), "
+        "at least 8; longer inputs are truncated (tagging; SQuAD, MRQA: windowed). "
+        f"Default: {RECIPES['base'].max_seq_length}; SQuAD, MRQA: 512, or the "
         "encoder's length if shorter.")
     add("--hparams", help="JSON object of recipe fields: "
-        'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD, '
+        'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD and MRQA, '
         "QuestionAnsweringConfig's (e.g. doc_stride). Unknown keys are an error.")
     add = parser.add_argument_group(
         "random initialisation (--pretrained none)").add_argument

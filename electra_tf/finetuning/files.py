@@ -1,9 +1,10 @@
 """The files fine-tuning reads and writes, each problem one error naming the line.
 
 Readers take the exception class to raise (each data module has its own):
-`read_text`, `table_rows` and `read_columns` (CSV, TSV, JSON Lines), and
+`read_text`, `table_rows` and `read_columns` (CSV, TSV, JSON Lines),
+`read_lines` (one line at a time, for files too large to hold whole) and
 `load_tfds`; `write_text` and `write_json` write whole files. A name ending
-`.gz` is read decompressed.
+`.gz` is read decompressed (`read_lines` also knows gzip by its first bytes).
 """
 
 from __future__ import annotations
@@ -36,14 +37,59 @@ def read_text(path: str, error: type[Exception]) -> str:
             data = gzip.decompress(data)
         except (OSError, EOFError) as problem:
             raise error(f"{path}: not a readable gzip file ({problem})") from None
+    return _decode(path, data, 1, error)
+
+
+def _decode(path: str, data: bytes, first_line: int, error: type[Exception]) -> str:
+    """`data`, which starts at line `first_line` of `path`, as UTF-8 text
+    (a byte-order mark dropped); else `error` naming the line and bytes."""
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as problem:
-        line = data[: problem.start].count(b"\n") + 1
+        line = first_line + data[: problem.start].count(b"\n")
         bad = data[problem.start : problem.end]
         raise error(
             f"{path}, line {line}: not UTF-8 (byte(s) {bad!r}); save the file as UTF-8"
         ) from None
+
+
+def read_lines(path: str, error: type[Exception]):
+    """Yields `(line_number, line)` of `path` (any `tf.io.gfile` path), each
+    line decoded as UTF-8 without its line break, reading one line at a time.
+
+    Content that starts with gzip's magic bytes, or a name ending `.gz`, is
+    decompressed as it is read; a damaged or truncated gzip stream is `error`
+    naming the line it stopped at.
+    """
+    if not tf.io.gfile.exists(path):
+        raise error(f"{path}: file not found")
+    with tf.io.gfile.GFile(path, "rb") as raw:
+        compressed = raw.read(2) == b"\x1f\x8b"
+        raw.seek(0)
+        compressed = compressed or os.fspath(path).lower().endswith(".gz")
+        stream = gzip.GzipFile(fileobj=raw, mode="rb") if compressed else raw
+        number = 0
+        try:
+            for number, data in enumerate(stream, 1):
+                yield number, _decode(path, data, number, error).rstrip("\r\n")
+        except (OSError, EOFError) as problem:
+            raise error(
+                f"{path}, line {number + 1}: not a readable gzip file ({problem})"
+            ) from None
+
+
+def json_object(path: str, number: int, line: str, error: type[Exception]) -> dict:
+    """Line `number` of `path`, `line`, parsed as one JSON object; else
+    `error` naming the line and showing its start."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as problem:
+        raise error(
+            f"{path}, line {number}: not valid JSON ({problem.msg}): {line[:80]!r}"
+        ) from None
+    if not isinstance(row, dict):
+        raise error(f"{path}, line {number}: expected a JSON object, got {line[:80]!r}")
+    return row
 
 
 def table_rows(path: str, kind: str, error: type[Exception], header=None):
@@ -60,18 +106,7 @@ def table_rows(path: str, kind: str, error: type[Exception], header=None):
         for number, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as problem:
-                raise error(
-                    f"{path}, line {number}: not valid JSON ({problem.msg}): "
-                    f"{line[:80]!r}"
-                ) from None
-            if not isinstance(row, dict):
-                raise error(
-                    f"{path}, line {number}: expected a JSON object, got {line[:80]!r}"
-                )
-            yield number, row
+            yield number, json_object(path, number, line, error)
         return
     dialect = {} if kind == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
     reader = csv.reader(io.StringIO(text, newline=""), **dialect)

@@ -34,9 +34,11 @@ logger = logging.getLogger(__name__)
 
 
 def task_kind(task: str | None) -> type[FinetuningTask]:
-    """The kind whose `names` hold `--task` (any case); else classification."""
+    """The kind whose `names` hold `--task` (any case; of `name/config`, the
+    name); else classification."""
+    name = (task or "").lower().split("/")[0]
     for kind in TASK_KINDS:
-        if (task or "").lower() in kind.names:
+        if name in kind.names:
             return kind
     return ClassificationTask
 

@@ -1,4 +1,4 @@
-"""Span question answering (SQuAD 1.1 and 2.0) as a task kind.
+"""Span question answering (SQuAD 1.1 and 2.0, MRQA) as a task kind.
 
 `QuestionAnsweringTask` fine-tunes an `ElectraQuestionAnswerer` on raw
 questions and contexts with the original's recipe: contexts cut into windows of
@@ -6,6 +6,11 @@ questions and contexts with the original's recipe: contexts cut into windows of
 2.0 a no-answer classifier), 2 epochs. After every epoch it answers each dev
 question and scores the answers with the official SQuAD evaluation
 (`squad_metrics`): F1 (2.0: at the best no-answer threshold) selects the epoch.
+
+`--task mrqa` is the same kind on the MRQA 2019 shared task's files
+(`mrqa_data`: `--train-file`/`--dev-file`, or `--task mrqa/<config> --tfds`),
+as SQuAD 1.1: every question answerable, scored by the MRQA official
+evaluation, which is SQuAD v1.1's (`squad_metrics.evaluate_v1`).
 The best seed writes:
 
 * `predictions.json` (official format; SQuAD 2.0: "" where the no-answer
@@ -28,10 +33,17 @@ import tensorflow as tf
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
+from electra_tf.finetuning.mrqa_data import (
+    TFDS_TRAINING_CONFIGS,
+    MrqaDataError,
+    load_tfds_mrqa,
+    read_mrqa_file,
+)
 from electra_tf.finetuning.settings import (
     CLASSIFICATION_FLAGS,
     FinetuningFlags,
     refuse_flags,
+    refuse_unpaired_files,
 )
 from electra_tf.finetuning.squad_data import (
     SquadExample,
@@ -49,6 +61,8 @@ from electra_tf.models.question_answerer_preprocessor import (
 
 # `finetune/run.py --task ...` names of the two SQuAD versions.
 SQUAD_TASKS = {"squad1": 1, "squad2": 2}
+# `--task mrqa` (own files) and `--task mrqa/<config>` (tensorflow-datasets).
+MRQA_TASK = "mrqa"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,11 +96,13 @@ class QuestionAnsweringConfig(FinetuningConfig):
 
 @dataclasses.dataclass
 class SquadData:
-    """The splits of one run: SQuAD `version` (1 or 2), train and dev questions."""
+    """The splits of one run: SQuAD `version` (1 or 2; MRQA is 1), train and
+    dev questions, and the run's name when it is not `squad<version>`."""
 
     version: int
     train: list[SquadExample]
     dev: list[SquadExample]
+    name: str = ""
 
     @property
     def trained_on(self) -> list[SquadExample]:
@@ -96,9 +112,9 @@ class SquadData:
 
 
 class QuestionAnsweringTask(FinetuningTask):
-    """SQuAD 1.1 or 2.0 (`data`: a `SquadData`)."""
+    """SQuAD 1.1 or 2.0, or MRQA (`data`: a `SquadData`)."""
 
-    names = tuple(SQUAD_TASKS)
+    names = (*SQUAD_TASKS, MRQA_TASK)
     config_class = QuestionAnsweringConfig
     # The paper's 512-token windows (`fit_recipe` fits them to a shorter
     # encoder); questions answered 32 at a time.
@@ -113,7 +129,10 @@ class QuestionAnsweringTask(FinetuningTask):
 
     @classmethod
     def load_data(cls, flags: FinetuningFlags) -> tuple[SquadData, dict]:
-        """`--data-dir` (the official JSON files) or `--tfds`."""
+        """SQuAD: `--data-dir` (the official JSON files) or `--tfds`; MRQA:
+        `--train-file` and `--dev-file`, or `--task mrqa/<config> --tfds`."""
+        if flags.task.lower().split("/")[0] == MRQA_TASK:
+            return load_mrqa_data(flags)
         refuse_flags(
             flags,
             (*CLASSIFICATION_FLAGS, "train_file", "dev_file", "test_file"),
@@ -129,9 +148,11 @@ class QuestionAnsweringTask(FinetuningTask):
 
     @property
     def name(self) -> str:
-        return f"squad{self.data.version}"
+        return self.data.name or f"squad{self.data.version}"
 
     def score_definition(self) -> str:
+        if self.data.name.startswith(MRQA_TASK):
+            return "dev f1 (MRQA official: the max over each question's answers)"
         if self.data.version == 1:
             return "dev f1"
         return "dev best_f1 (F1 at the best no-answer threshold)"
@@ -139,11 +160,16 @@ class QuestionAnsweringTask(FinetuningTask):
     def facts(self) -> dict:
         # Questions trained on, and those left out (`SquadData.trained_on`).
         trained = len(self.data.trained_on)
-        return {
+        facts = {
             "train_questions": trained,
             "train_questions_misaligned": len(self.data.train) - trained,
             "dev_questions": len(self.data.dev),
         }
+        if self.data.name.startswith(MRQA_TASK):
+            # The header's (tfds: subset's) dataset names, e.g. "NewsQA".
+            facts["train_dataset"] = self.data.train[0].title
+            facts["dev_dataset"] = self.data.dev[0].title
+        return facts
 
     def build_model(self) -> ElectraQuestionAnswerer:
         return build_question_answerer(
@@ -195,6 +221,57 @@ def load_squad_data(
         train=load_squad_split(version, "train", data_dir, use_tfds=use_tfds),
         dev=load_squad_split(version, "dev", data_dir, use_tfds=use_tfds),
     )
+
+
+def load_mrqa_data(flags: FinetuningFlags) -> tuple[SquadData, dict]:
+    """`--task mrqa --train-file ... --dev-file ...` (the official MRQA
+    files) or `--task mrqa/<config> --tfds`, as SQuAD 1.1 data, and what
+    `metrics.json` records of where it came from."""
+    task = flags.task.lower()
+    refuse_flags(
+        flags,
+        (*CLASSIFICATION_FLAGS, "test_file", "data_dir"),
+        f"--task {flags.task}, which reads --train-file and --dev-file (or "
+        "--task mrqa/<config> --tfds)",
+    )
+    configs = ", ".join(f"mrqa/{c}" for c in TFDS_TRAINING_CONFIGS)
+    if task != MRQA_TASK:
+        config = task.split("/", 1)[1]
+        if not flags.tfds:
+            raise MrqaDataError(
+                f"--task {flags.task} reads tensorflow-datasets: add --tfds (or use "
+                "--task mrqa with --train-file and --dev-file)"
+            )
+        refuse_flags(
+            flags,
+            ("train_file", "dev_file"),
+            f"--task {flags.task} --tfds (your own files: --task mrqa)",
+        )
+        data = SquadData(
+            1,
+            train=load_tfds_mrqa(config, "train"),
+            dev=load_tfds_mrqa(config, "dev"),
+            name=f"mrqa_{config}",
+        )
+        return data, {"data": f"tfds mrqa/{config}"}
+    if flags.tfds:
+        raise MrqaDataError(
+            f"--task mrqa --tfds needs the dataset: --task mrqa/<config> --tfds, one "
+            f"of {configs}"
+        )
+    refuse_unpaired_files(flags)
+    if not flags.train_file:
+        raise MrqaDataError(
+            "--task mrqa needs --train-file and --dev-file (the official MRQA files, "
+            f"e.g. NewsQA.jsonl.gz), or --task mrqa/<config> --tfds ({configs})"
+        )
+    data = SquadData(
+        1,
+        train=read_mrqa_file(flags.train_file, training=True),
+        dev=read_mrqa_file(flags.dev_file, training=False),
+        name=MRQA_TASK,
+    )
+    return data, {"data": flags.train_file, "dev_data": flags.dev_file}
 
 
 def build_question_answerer(

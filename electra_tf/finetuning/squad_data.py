@@ -33,7 +33,10 @@ class SquadExample:
     """One question on one paragraph.
 
     `answers` are the gold `(text, char_start)` pairs (several on dev; empty
-    for an unanswerable 2.0 question). Training uses the first.
+    for an unanswerable 2.0 question). Training uses the first. `gold_texts`,
+    when given, are the texts answers are scored against instead of
+    `answers`' own: MRQA's `answers` list, whose spans in the context
+    (`detected_answers`) are `answers` (`mrqa_data`).
     """
 
     qid: str
@@ -42,9 +45,13 @@ class SquadExample:
     answers: tuple[tuple[str, int], ...] = ()
     is_impossible: bool = False
     title: str = ""
+    gold_texts: tuple[str, ...] = ()
 
     @property
     def answer_texts(self) -> list[str]:
+        """The texts a predicted answer is scored against (max over them)."""
+        if self.gold_texts:
+            return list(self.gold_texts)
         return [text for text, _ in self.answers]
 
     @property

@@ -228,7 +228,8 @@ def test_help_says_which_keys_hparams_takes_and_how_json_files_are_read(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert (
         "--hparams HPARAMS JSON object of recipe fields: FinetuningConfig's (e.g. "
-        "'{\"warmup_fraction\": 0.05}'); for SQuAD, QuestionAnsweringConfig's (e.g. "
+        "'{\"warmup_fraction\": 0.05}'); for SQuAD and MRQA, QuestionAnsweringConfig's "
+        "(e.g. "
         "doc_stride). Unknown keys are an error."
     ) in text
     assert "JSON Lines (.jsonl; .json: lines or one array)" in text

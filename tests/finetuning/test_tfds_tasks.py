@@ -1,10 +1,11 @@
-"""GLUE, tagging and SQuAD read from tensorflow-datasets, offline.
+"""GLUE, tagging, SQuAD and MRQA read from tensorflow-datasets, offline.
 
 `tfds.testing.mock_data` runs tfds' own `builder`/`download_and_prepare`/
 `as_dataset` path without downloading. Its random examples (USE_CODE: from
 the features each dataset's code declares) serve GLUE; tagging and SQuAD need
 consistent examples (one tag per word, answers found in their context), which
-`as_dataset_fn` gives in the datasets' own feature layout.
+`as_dataset_fn` gives in the datasets' own feature layout; MRQA too (its
+random examples' spans are off their text, which is refused).
 """
 
 import numpy as np
@@ -14,6 +15,7 @@ import tensorflow_datasets as tfds
 
 from electra_tf.finetuning.glue_readers import load_tfds_split
 from electra_tf.finetuning.glue_tasks import get_task
+from electra_tf.finetuning.mrqa_data import MrqaDataError, load_tfds_mrqa
 from electra_tf.finetuning.squad_data import load_tfds_squad
 from electra_tf.finetuning.tagging import load_tfds_tagging_data
 from electra_tf.finetuning.tagging_data import TaggingDataError, load_tfds_tagging
@@ -41,6 +43,31 @@ SQUAD = [
     }
     for i in range(3)
 ]
+# As tfds' `mrqa` builder yields them: one question a record; char_spans
+# [answers, (spans)], ends inclusive. "normans" is found as "Normans".
+MRQA = [
+    {
+        "subset": "NewsQA",
+        "context": CONTEXT,
+        "context_tokens": {"tokens": ["The"], "offsets": [0]},
+        "qid": f"m{i}",
+        "question": "Who gave their name to Normandy?",
+        "question_tokens": {"tokens": ["Who"], "offsets": [0]},
+        "detected_answers": {
+            "text": ["normans", "The Normans"],
+            "char_spans": {
+                "start": tf.ragged.constant([[4], [0]], tf.int32),
+                "end": tf.ragged.constant([[10], [10]], tf.int32),
+            },
+            "token_spans": {
+                "start": tf.ragged.constant([[1], [0]], tf.int32),
+                "end": tf.ragged.constant([[1], [1]], tf.int32),
+            },
+        },
+        "answers": ["normans", "The Normans"],
+    }
+    for i in range(2)
+]
 
 
 def _records_as_dataset(records_by_dataset):
@@ -63,7 +90,7 @@ def _records_as_dataset(records_by_dataset):
 
 @pytest.fixture
 def consistent_tfds():
-    records = {"conll2003": CONLL, "squad": SQUAD}
+    records = {"conll2003": CONLL, "squad": SQUAD, "mrqa": MRQA}
     with tfds.testing.mock_data(as_dataset_fn=_records_as_dataset(records)):
         yield
 
@@ -113,3 +140,25 @@ def test_squad_from_mock_tfds(consistent_tfds, version):
     assert [example.qid for example in examples] == ["q0", "q1", "q2"]
     assert examples[0].answers == (("The Normans", 0),)
     assert examples[0].context == CONTEXT and not examples[0].is_impossible
+
+
+def test_mrqa_from_mock_tfds(consistent_tfds):
+    examples = load_tfds_mrqa("news_qa", "train")
+    assert [e.qid for e in examples] == ["m0", "m1"]
+    first = examples[0]
+    # Every span, the context's own text; the first is the training target.
+    assert first.answers == (("Normans", 4), ("The Normans", 0))
+    assert first.answer_texts == ["normans", "The Normans"]  # the official golds
+    assert first.title == "NewsQA" and not first.is_impossible
+
+
+def test_mrqa_from_random_mock_tfds_is_refused_in_one_line():
+    # tfds' random examples: spans off their (random) text.
+    with tfds.testing.mock_data(num_examples=3):
+        with pytest.raises(MrqaDataError) as error:
+            load_tfds_mrqa("search_qa", "dev")
+    message = str(error.value)
+    assert message.startswith("tfds mrqa/search_qa:validation")
+    assert "\n" not in message and "record 0, question" in message
+    with pytest.raises(MrqaDataError, match="those are: squad, news_qa"):
+        load_tfds_mrqa("drop", "train")
