@@ -17,7 +17,40 @@ from __future__ import annotations
 import gzip
 import pathlib
 
-from electra_tf.finetuning.squad_data import SquadExample, write_squad_json
+from electra_tf.finetuning.files import write_json
+from electra_tf.finetuning.squad_data import SquadExample
+
+def write_squad_json(path: str, examples: list[SquadExample], version: int) -> str:
+    """Writes examples in the official layout (one article per title,
+    paragraphs in order of first appearance). Only this script writes SQuAD
+    JSON, so the writer lives here rather than in the library."""
+    articles: dict[str, dict[str, list]] = {}
+    for example in examples:
+        paragraphs = articles.setdefault(example.title, {})
+        qa = {
+            "id": example.qid,
+            "question": example.question,
+            "answers": [
+                {"text": text, "answer_start": start} for text, start in example.answers
+            ],
+        }
+        if version == 2:
+            qa["is_impossible"] = example.is_impossible
+        paragraphs.setdefault(example.context, []).append(qa)
+    data = {
+        "version": "2.0" if version == 2 else "1.1",
+        "data": [
+            {
+                "title": title,
+                "paragraphs": [
+                    {"context": context, "qas": qas} for context, qas in paras.items()
+                ],
+            }
+            for title, paras in articles.items()
+        ],
+    }
+    return write_json(path, data)
+
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
