@@ -20,6 +20,7 @@ import pathlib
 from electra_tf.finetuning.files import write_json
 from electra_tf.finetuning.squad_data import SquadExample
 
+
 def write_squad_json(path: str, examples: list[SquadExample], version: int) -> str:
     """Writes examples in the official layout (one article per title,
     paragraphs in order of first appearance). Only this script writes SQuAD
