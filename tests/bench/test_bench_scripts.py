@@ -27,6 +27,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
         ("tasks.linear_baseline", ["--task-dir", "--c-grid"]),
         ("studies.paper_headline", ["--task", "--reference"]),
+        ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
