@@ -119,7 +119,8 @@ def gather(tasks, references) -> dict:
         setup = report["setup"]
         found[task] = {
             "report": path,
-            "report_date": report.get("date"),
+            # A report rewritten by --report-from keeps its units' date.
+            "report_date": (report.get("units_from") or report).get("date"),
             "budget": {
                 "pretraining_flops": setup["budget_flops"],
                 "max_epochs": setup["max_epochs"][task],

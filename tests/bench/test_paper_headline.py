@@ -132,3 +132,13 @@ def test_bad_arguments_get_one_line_naming_the_culprit(
     error = capsys.readouterr().err.strip()
     assert culprit in error and len(error.splitlines()) == 1
     assert not output.with_suffix(".json").exists()
+
+
+def test_a_rewritten_report_is_dated_by_its_units(tmp_path):
+    path = _report(tmp_path)
+    rewritten = json.loads(path.read_text())
+    rewritten.update(date="2026-11-28", units_from={"date": "2026-11-20"})
+    path.write_text(json.dumps(rewritten))
+    output = tmp_path / "headline"
+    assert headline.main([f"--task=sentiment={path}", f"--output={output}"]) == 0
+    assert f"sentiment: `{path}` (2026-11-20)" in output.with_suffix(".md").read_text()
