@@ -526,6 +526,20 @@ def test_comparison_gives_both_intervals_or_says_which_it_cannot():
     assert "bootstrap" not in line
 
 
+def test_rt_polarity_electra_minus_no_pretraining_t_interval_includes_zero():
+    """The committed second study's rt_polarity runs (issue 48: about
+    [-0.028, +0.002])."""
+    path = pathlib.Path(__file__).parents[2] / "bench/results"
+    written = json.loads((path / "paper_experiments_seeds456.json").read_text())
+    summary = {"sentiment": written["summary"]["sentiment"]}
+    compared = intervals.comparisons(written["setup"], summary)["sentiment"]
+    t_interval = compared["electra - none"]["t_interval"]
+    assert t_interval["low"] == pytest.approx(-0.0277, abs=5e-5)
+    assert t_interval["high"] == pytest.approx(0.0016, abs=5e-5)
+    # The committed report is this code's.
+    assert written["comparisons"]["sentiment"] == compared
+
+
 def test_test_split_is_scored_once_after_training_with_the_trained_model():
     events = []
 
