@@ -42,13 +42,15 @@ the unit files after every finished unit and by `--report`. The report
 carries every unit's record, so `--report-from REPORT.json` rewrites it from
 an earlier report alone (when the units' directory is gone).
 
-Smoke run (what tests/bench/test_paper_experiments.py runs, smaller still):
+Smoke run (2 pre-training runs, 5 fine-tuning units; 27 minutes on 2 cores
+shared with other jobs, 2026-11-28; tests/bench/test_paper_experiments.py
+runs its parts with training stubbed):
 
     python -m bench.studies.paper_experiments --preset tiny \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --electra-steps 20 \\
         --checkpoint-every 10 --fractions 0.5,1 --pretraining-seeds 1 \\
-        --finetune-seeds 1 --tasks pos --out-dir /tmp/paper \\
-        --output /tmp/paper/report
+        --finetune-seeds 1 --tasks pos --pos-train-sentences 200 \\
+        --out-dir /tmp/paper --output /tmp/paper/report
 """
 
 from __future__ import annotations

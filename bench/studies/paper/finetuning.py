@@ -70,7 +70,6 @@ def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> d
     from electra_tf.finetuning.starting_point import StartingPoint
     from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
     from electra_tf.finetuning.tagging_data import read_conll
-    from electra_tf.finetuning.tagging_metrics import tagging_scores
 
     splits = load_tagging_data(
         os.path.join(directory, "train.conll"), os.path.join(directory, "dev.conll")
@@ -79,19 +78,13 @@ def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> d
         train = sample_sentences(splits.train, args.pos_train_sentences)
         splits = dataclasses.replace(splits, train=train)
     start = StartingPoint(pretrained, base["model"], data["vocabulary"])
-
-    def score_test(tagger):
-        test = read_conll(os.path.join(directory, "test.conll"))
-        predicted = tagger.predict_tags(
-            [list(w) for w in test.words], batch_size=config.eval_batch_size
-        )
-        return tagging_scores(test.tags, predicted, splits.span_tags)
-
+    task = TaggingTask(splits, config, start)
     return select_on_dev_then_test(
-        lambda: trainer.finetune_seed(
-            TaggingTask(splits, config, start), seed, verbose=0
-        ),
-        score_test,
+        lambda: trainer.finetune_seed(task, seed, verbose=0),
+        # The test split's metrics (`task.score`'s first part), read only now.
+        lambda tagger: task.score(
+            tagger, read_conll(os.path.join(directory, "test.conll"))
+        )[0],
     )
 
 
