@@ -6,7 +6,8 @@ Each task names the report that holds its 3 x 3 runs (the studies are
 separate: Brown POS ran on pre-training seeds 1-3, the sentence tasks on
 seeds 4-6), and optionally the `linear_baseline` result files drawn beside
 it as references. Nothing is fine-tuned or recomputed here: the figures,
-spreads and bootstrap intervals are the reports', gathered in one table
+spreads and intervals (an unpaired two-level bootstrap and Welch's t over
+pre-training-run means, `paper/intervals.py`) are the reports', gathered in one table
 (`<output>.md`), one JSON (`<output>.json`) and one plot (`<output>.png`)
 so that a reader sees the claim and its spread on every task together.
 
@@ -26,7 +27,8 @@ import sys
 
 from bench.result_file import write_result
 from bench.run_info import run_info
-from bench.studies.paper_experiments import interval_text, is_final, label
+from bench.studies.paper.design import is_final, label
+from bench.studies.paper.intervals import interval_text
 
 ARMS = ("electra", "mlm", "none")
 
@@ -117,7 +119,8 @@ def gather(tasks, references) -> dict:
         setup = report["setup"]
         found[task] = {
             "report": path,
-            "report_date": report.get("date"),
+            # A report rewritten by --report-from keeps its units' date.
+            "report_date": (report.get("units_from") or report).get("date"),
             "budget": {
                 "pretraining_flops": setup["budget_flops"],
                 "max_epochs": setup["max_epochs"][task],
@@ -171,8 +174,10 @@ def markdown(found: dict) -> str:
         "(the paper's count): mean ± standard deviation over every (pre-training "
         "run, fine-tuning seed); in brackets, pre-training runs x fine-tuning seeds, "
         "then each pre-training run's (for no pre-training: each set of "
-        "initialisations') seed and mean. Each task's figures come from the "
-        "report named under it.",
+        "initialisations') seed and mean. Differences: ELECTRA minus the arm, "
+        "with 95% intervals from an unpaired two-level bootstrap (pre-training "
+        "runs, then their fine-tuning seeds) and Welch's t over pre-training-run "
+        "means. Each task's figures come from the report named under it.",
         "",
         "| task | budget | ELECTRA | BERT-style MLM | no pre-training | "
         "ELECTRA - MLM | ELECTRA - none | linear reference |",

@@ -22,16 +22,12 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.serving_latency", ["--batch-size", "--tsv"]),
         ("suite.step_time", ["--variants", "uniform_generator"]),
         ("suite.data_throughput", ["--processes"]),
-        ("studies.rtd_auc", ["--oracles"]),
-        ("studies.tagging_pretrained_vs_random", ["--pretrained", "--train-sentences"]),
-        ("studies.custom_data_equality", ["--data-dir", "--seed"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
         ("suite.finetune_step_time", ["--variants", "xla_einsum", "--warmup-calls"]),
-        ("studies.pretraining_dynamics", ["--study", "--warmups", "--keep-from"]),
-        ("suite.sentence_scoring", ["--electric-steps", "--held-out", "--pairs"]),
         ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
         ("tasks.linear_baseline", ["--task-dir", "--c-grid"]),
         ("studies.paper_headline", ["--task", "--reference"]),
+        ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
     ],
 )
 def test_help_lists_the_flags(module, flags):
@@ -61,16 +57,17 @@ def test_help_lists_the_flags(module, flags):
 
 def test_default_task_data_is_the_repositorys_own():
     """No default reads a path of one machine (it was ../shared/data/tasks)."""
-    from bench.studies import tagging_pretrained_vs_random
+    from bench.studies import paper_experiments
     from bench.suite import finetune_throughput
 
     task_dir = pathlib.Path(finetune_throughput.parse_args([]).task_dir)
-    for data in (
-        pathlib.Path(tagging_pretrained_vs_random.parse_args([]).data_dir),
-        task_dir / "brown_pos",
-    ):
+    study = paper_experiments.parse_args([])
+    for data in (pathlib.Path(study.pos_dir), task_dir / "brown_pos"):
         assert data.resolve().is_relative_to(REPO.resolve())
         assert (data / "train.conll").is_file()
+    sentiment = pathlib.Path(study.sentiment_dir)
+    assert sentiment.resolve().is_relative_to(REPO.resolve())
+    assert (sentiment / "test.tsv").is_file()
     assert (task_dir / "rt_polarity" / "train.tsv").is_file()
 
 
@@ -101,42 +98,6 @@ def test_finetune_step_time_counts_the_shapes_of_an_epoch():
     assert shapes["shapes"] == {"32x16": 2, "40x64": 1}
     assert shapes["positions_per_batch"] == (2 * 32 * 16 + 40 * 64) / 3
     assert shapes["real_tokens_per_batch"] == (32 * 10 + 40 * 50 + 32 * 12) / 3
-
-
-def test_tagging_study_records_the_encoder_dropout_its_taggers_use(
-    tmp_path, monkeypatch
-):
-    # Both arms keep the preset's encoder dropout (0.0 in this project's
-    # exports); the recorded config said the recipe's 0.1.
-    from electra_tf.finetuning import trainer
-    from electra_tf.models.token_classifier import ElectraTokenClassifier
-
-    for split in ("train", "dev"):
-        (tmp_path / f"{split}.conll").write_text("The\tDET\ndog\tNOUN\n")
-    built = []
-
-    def from_preset(preset, **kwargs):
-        built.append(kwargs)
-        backbone = types.SimpleNamespace(hidden_dim=64, dropout=0.0)
-        return types.SimpleNamespace(backbone=backbone)
-
-    def run_finetuning(task, output_dir, seeds, verbose):
-        task.build_model()
-        result = {"dev": {"dev": {"accuracy": 0.5}}, "best_epoch": 1}
-        return {"seeds": {seed: result for seed in seeds}}
-
-    monkeypatch.setattr(ElectraTokenClassifier, "from_preset", from_preset)
-    monkeypatch.setattr(trainer, "run_finetuning", run_finetuning)
-    from bench.studies import tagging_pretrained_vs_random
-
-    output = tmp_path / "report.json"
-    tagging_pretrained_vs_random.main(
-        ["--pretrained", "preset", "--data-dir", str(tmp_path), "--seeds", "1"]
-        + ["--output", str(output)]
-    )
-    report = json.loads(output.read_text())
-    assert report["config"]["encoder_dropout"] == 0.0
-    assert [kwargs.get("encoder_dropout") for kwargs in built[1:]] == [0.0, 0.0]
 
 
 def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
@@ -183,77 +144,6 @@ def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
     loss = peer.train_step({k: v[:8] for k, v in batch.items()})
     assert pretraining.resolved_disc_weight == 50.0
     assert loss > 20.0 + np.log(model.vocabulary_size) * 0.5, loss
-
-
-def test_dynamics_study_keeps_an_earlier_reports_variants_and_runs_the_rest(
-    tmp_path, monkeypatch
-):
-    from bench.studies import pretraining_dynamics as study
-
-    setup = {"preset": "tiny", "hparams": {}, "steps": 500, "eval_every": 250}
-    earlier = tmp_path / "earlier.json"
-    kept_curve = {"hparams": {}, "evaluations": [{"step": 250, "rtd_auc": 0.6}]}
-    earlier.write_text(
-        json.dumps(
-            {"run": {"date": "then"}, "setup": setup, "variants": {"a": kept_curve}}
-        )
-    )
-    ran = []
-
-    def fake_run(args, name, hparams):
-        ran.append(name)
-        return {
-            "hparams": hparams,
-            "evaluations": [{"step": 250, "rtd_auc": 0.7, "mlm_accuracy": 0.1}],
-        }
-
-    monkeypatch.setattr(study, "run_variant", fake_run)
-    monkeypatch.setattr(study, "plot", lambda report, path: None)
-    common = [
-        "--data",
-        "x",
-        "--preset",
-        "tiny",
-        "--steps",
-        "500",
-        "--eval-every",
-        "250",
-        "--out-dir",
-        str(tmp_path),
-        "--study",
-        "custom",
-        "--variants",
-        json.dumps({"a": {"seed": 1}, "b": {"seed": 2}}),
-    ]
-    study.main(
-        [*common, "--output", str(tmp_path / "new"), "--keep-from", str(earlier)]
-    )
-    report = json.loads((tmp_path / "new.json").read_text())
-    assert ran == ["b"]
-    assert report["variants"]["a"] == kept_curve
-    assert report["kept_from"]["run"] == {"date": "then"}
-
-    # Nothing left to run: the merged report is still written.
-    only_kept = [*common[:-1], json.dumps({"a": {"seed": 1}})]
-    study.main(
-        [*only_kept, "--output", str(tmp_path / "kept"), "--keep-from", str(earlier)]
-    )
-    assert ran == ["b"]
-    kept = json.loads((tmp_path / "kept.json").read_text())
-    assert kept["variants"] == {"a": kept_curve}
-
-    with pytest.raises(SystemExit, match="its steps differ"):
-        study.main(
-            [
-                *common,
-                "--steps",
-                "750",
-                "--output",
-                str(tmp_path / "other"),
-                "--keep-from",
-                str(earlier),
-            ]
-        )
 
 
 # --- Worker processes: every benchmark's workers start, import and step -------

@@ -12,6 +12,15 @@ import numpy as np
 import pytest
 
 from bench.studies import paper_experiments as study
+from bench.studies.paper import (
+    design,
+    finetuning,
+    intervals,
+    plots,
+    pretraining,
+)
+from bench.studies.paper import report as reporting
+from bench.studies.paper import units as planning
 
 # What a no-pre-training unit's StartingPoint needs (never built here: the
 # units' training is stubbed).
@@ -38,7 +47,7 @@ def _setup(**changes):
 
 
 def test_plan_puts_whole_comparisons_before_the_next_pretraining_seed():
-    units = study.plan_units(_setup())
+    units = planning.plan_units(_setup())
     order = [u.key for u in sorted(units, key=lambda u: u.priority)]
     first_p2 = order.index("pretrain.electra.p2")
     # Everything of pre-training seed 1 at its final step comes first ...
@@ -67,7 +76,7 @@ def test_plan_finishes_the_first_task_over_every_pretraining_seed_first():
     order = [
         u.key
         for u in sorted(
-            study.plan_units(_setup(tasks=["pos", "sentiment"])),
+            planning.plan_units(_setup(tasks=["pos", "sentiment"])),
             key=lambda u: u.priority,
         )
     ]
@@ -82,7 +91,7 @@ def test_plan_finishes_the_first_task_over_every_pretraining_seed_first():
 
 def test_variants_with_fewer_pretraining_seeds_plan_fewer_runs():
     setup = _setup(variant_seeds={"electra": [1, 2], "mlm": [1]})
-    keys = {u.key for u in study.plan_units(setup)}
+    keys = {u.key for u in planning.plan_units(setup)}
     assert "pretrain.mlm.p1" in keys and "pretrain.mlm.p2" not in keys
     assert "pretrain.electra.p2" in keys
 
@@ -92,7 +101,9 @@ def test_a_variant_with_fewer_seeds_runs_with_the_last_seed_of_the_others_after_
         variant_seeds={"electra": [1, 2, 3], "mlm": [1, 2, 3], "electric": [1]},
         kept_steps={"electra": [100], "mlm": [140], "electric": [90]},
     )
-    order = [u.key for u in sorted(study.plan_units(setup), key=lambda u: u.priority)]
+    order = [
+        u.key for u in sorted(planning.plan_units(setup), key=lambda u: u.priority)
+    ]
     # Not ahead of the headline comparisons' seeds ...
     assert order.index("pretrain.mlm.p3") < order.index("pretrain.electric.p1")
     assert order.index("finetune.pos.mlm-p3-s140.f2") < order.index(
@@ -109,7 +120,9 @@ def test_rows_with_fewer_seeds_run_in_the_order_given_not_by_name():
         variant_seeds={"electra": [1, 2], "mlm": [1, 2], "electric": [1], "all": [1]},
         kept_steps={"electra": [100], "mlm": [140], "electric": [90], "all": [80]},
     )
-    order = [u.key for u in sorted(study.plan_units(setup), key=lambda u: u.priority)]
+    order = [
+        u.key for u in sorted(planning.plan_units(setup), key=lambda u: u.priority)
+    ]
     assert order.index("pretrain.electric.p1") < order.index("pretrain.all.p1")
     assert order.index("finetune.pos.electric-p1-s90.f2") < order.index(
         "finetune.pos.all-p1-s80.f1"
@@ -118,7 +131,7 @@ def test_rows_with_fewer_seeds_run_in_the_order_given_not_by_name():
 
 def test_electric_and_gdes_are_variants_with_their_overrides():
     args = study.parse_args(["--objectives", "electra,electric", "--gdes"])
-    variants = {v.name: v.overrides() for v in study.make_variants(args)}
+    variants = {v.name: v.overrides() for v in design.make_variants(args)}
     assert variants == {
         "electra": {"objective": "electra"},
         "electric": {"objective": "electric"},
@@ -136,7 +149,7 @@ def test_generators_get_electras_steps_and_objectives_its_flops():
     )
     vocabulary = types.SimpleNamespace(size=1000, md5=lambda: "md5")
     data = {"vocabulary": vocabulary, "max_seq_length": 128, "train": "train-*"}
-    setup = study.make_setup(args, data)
+    setup = design.make_setup(args, data)
     steps, flops = setup["total_steps"], setup["flops_per_sequence"]
     assert steps["electra_generator_0.5"] == steps["electra"] == 1000
     assert steps["electra_uniform_generator"] == 1000
@@ -157,19 +170,19 @@ def test_unit_keys_of_generator_variants_split_back_into_their_parts():
         flops_per_sequence={"electra_generator_0.25": 2.0},
         pretraining_seeds=[1],
     )
-    units = {u.key: u for u in study.plan_units(setup)}
-    assert study.pretraining_key_parts("pretrain.electra_generator_0.25.p1") == (
+    units = {u.key: u for u in planning.plan_units(setup)}
+    assert planning.pretraining_key_parts("pretrain.electra_generator_0.25.p1") == (
         "electra_generator_0.25",
         1,
     )
     key = "finetune.pos.electra_generator_0.25-p1-s100.f2"
     assert units[key].needs == "pretrain.electra_generator_0.25.p1"
-    assert study.finetuning_key_parts(key) == (
+    assert planning.finetuning_key_parts(key) == (
         "pos",
         "electra_generator_0.25-p1-s100",
         2,
     )
-    assert study.finetuning_key_parts("finetune.pos.none-p3.f1") == (
+    assert planning.finetuning_key_parts("finetune.pos.none-p3.f1") == (
         "pos",
         "none-p3",
         1,
@@ -184,7 +197,7 @@ class _Stub:
 
     def __call__(self, key, slot):
         # A fine-tuning unit must never start before its encoder exists.
-        unit = next(u for u in study.plan_units(_setup()) if u.key == key)
+        unit = next(u for u in planning.plan_units(_setup()) if u.key == key)
         if unit.needs:
             assert self.store.done(unit.needs), f"{key} started before {unit.needs}"
         self.started.append(key)
@@ -197,8 +210,8 @@ class _Stub:
 
 def _keep_encoders(store, key, setup):
     """What a pre-training unit leaves on disk: its kept encoders."""
-    name, pseed = study.pretraining_key_parts(key)
-    for step in study.kept_steps(setup, name, pseed):
+    name, pseed = planning.pretraining_key_parts(key)
+    for step in planning.kept_steps(setup, name, pseed):
         encoder = store.directory.parent / "encoders" / f"{name}-p{pseed}-s{step}"
         encoder.mkdir(parents=True, exist_ok=True)
         (encoder / "config.json").write_text("{}")
@@ -213,11 +226,11 @@ def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
 ):
     monkeypatch.setattr(study, "write_report", lambda *a: None)
     monkeypatch.setattr(study.time, "sleep", lambda s: None)
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     setup = _setup()
     runner = _Stub(store)
     study.schedule(_args(tmp_path), setup, store, launch=runner)
-    expected = {u.key for u in study.plan_units(setup)}
+    expected = {u.key for u in planning.plan_units(setup)}
     assert sorted(runner.started) == sorted(expected)
     again = _Stub(store)
     study.schedule(_args(tmp_path), setup, store, launch=again)
@@ -227,7 +240,7 @@ def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
 def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
     monkeypatch.setattr(study, "write_report", lambda *a: None)
     monkeypatch.setattr(study.time, "sleep", lambda s: None)
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     setup = _setup()
     done = ["pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"]
     _keep_encoders(store, "pretrain.electra.p1", setup)
@@ -236,7 +249,7 @@ def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
     runner = _Stub(store)
     study.schedule(_args(tmp_path), setup, store, launch=runner)
     assert not set(done) & set(runner.started)
-    assert len(runner.started) == len(study.plan_units(setup)) - len(done)
+    assert len(runner.started) == len(planning.plan_units(setup)) - len(done)
 
 
 def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
@@ -244,7 +257,7 @@ def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
 ):
     monkeypatch.setattr(study, "write_report", lambda *a: None)
     monkeypatch.setattr(study.time, "sleep", lambda s: None)
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     runner = _Stub(store, fail={"pretrain.mlm.p1"})
     study.schedule(_args(tmp_path), _setup(), store, launch=runner)
     assert runner.started.count("pretrain.mlm.p1") == 1
@@ -261,7 +274,7 @@ def test_a_restarted_schedule_waits_for_the_units_left_running_in_their_slots(
     import sys
 
     monkeypatch.setattr(study, "write_report", lambda *a: None)
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     (store.directory / "pretrain.electra.p1.running").write_text(str(left.pid))
     stub = _Stub(store)
@@ -292,7 +305,7 @@ def test_a_restarted_schedule_waits_for_the_units_left_running_in_their_slots(
     assert beside == []
     assert "pretrain.electra.p1" not in runner.started
     assert runner.started[0] == "finetune.pos.none-p1.f1"
-    expected = {u.key for u in study.plan_units(_setup())} - {"pretrain.electra.p1"}
+    expected = {u.key for u in planning.plan_units(_setup())} - {"pretrain.electra.p1"}
     assert sorted(runner.started) == sorted(expected)
     output = capsys.readouterr().out
     assert "unit pretrain.electra.p1 running already, in slot 0" in output
@@ -311,7 +324,7 @@ def test_a_running_unit_holds_the_slot_pick_unit_gives_its_kind():
 def test_a_unit_records_the_commit_it_started_with_and_its_machine(
     tmp_path, monkeypatch
 ):
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     commits = iter(["started", "moved on"])
     monkeypatch.setattr(study, "commit", lambda: next(commits))
     monkeypatch.setattr(study, "machine", lambda: "a CPU (AVX-512), 2 cores")
@@ -325,35 +338,35 @@ def test_a_unit_records_the_commit_it_started_with_and_its_machine(
 def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
     tmp_path,
 ):
-    study.check_setup(tmp_path, _setup())
-    study.check_setup(tmp_path, _setup(finetune_seeds=[1, 2, 3]))
+    design.check_setup(tmp_path, _setup())
+    design.check_setup(tmp_path, _setup(finetune_seeds=[1, 2, 3]))
     with pytest.raises(SystemExit, match="differs in preset"):
-        study.check_setup(tmp_path, _setup(preset="small"))
+        design.check_setup(tmp_path, _setup(preset="small"))
     with pytest.raises(SystemExit, match=r"total_steps\[electra\]"):
-        study.check_setup(tmp_path, _setup(total_steps={"electra": 200, "mlm": 140}))
+        design.check_setup(tmp_path, _setup(total_steps={"electra": 200, "mlm": 140}))
 
 
 def test_a_task_can_join_a_study_but_a_tasks_data_cannot_change(tmp_path):
     dirs = {"pos": "data/brown_pos", "sentiment": "data/rt_polarity"}
-    study.check_setup(tmp_path, _setup(task_dirs=dirs))
-    study.check_setup(tmp_path, _setup(task_dirs={**dirs, "party": "data/party"}))
+    design.check_setup(tmp_path, _setup(task_dirs=dirs))
+    design.check_setup(tmp_path, _setup(task_dirs={**dirs, "party": "data/party"}))
     with pytest.raises(SystemExit, match=r"task_dirs\[sentiment\]"):
-        study.check_setup(tmp_path, _setup(task_dirs={**dirs, "sentiment": "other"}))
+        design.check_setup(tmp_path, _setup(task_dirs={**dirs, "sentiment": "other"}))
 
 
 def test_the_party_task_needs_its_directory_named():
     args = study.parse_args(["--tasks", "pos,party"])
     with pytest.raises(SystemExit, match="--tasks party needs --party-dir"):
-        study.task_dirs(args, ["pos", "party"])
+        design.task_dirs(args, ["pos", "party"])
     args = study.parse_args(["--party-dir", "data/party"])
-    assert study.task_dirs(args, ["party", "pos"]) == {
+    assert design.task_dirs(args, ["party", "pos"]) == {
         "party": "data/party",
         "pos": args.pos_dir,
     }
 
 
 def test_store_writes_whole_files_and_reads_them_back(tmp_path):
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     store.write("finetune.pos.none-p1.f1", {"test": {"accuracy": 0.5}})
     assert store.done("finetune.pos.none-p1.f1")
     assert store.all() == {"finetune.pos.none-p1.f1": {"test": {"accuracy": 0.5}}}
@@ -395,9 +408,10 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
         for fseed in (1, 2):
             key = f"finetune.pos.electra-p{pseed}-s100.f{fseed}"
             records[key] = _run(f"electra-p{pseed}-s100", fseed, 0.9 + 0.01 * pseed)
+            records[key]["commit"] = f"commit{pseed}"
             key = f"finetune.pos.none-p{pseed}.f{fseed}"
-            records[key] = _run(f"none-p{pseed}", fseed, 0.8)
-    summary = study.summarise(setup, records)["pos"]
+            records[key] = _run(f"none-p{pseed}", fseed, 0.79 + 0.01 * pseed)
+    summary = reporting.summarise(setup, records)["pos"]
     electra = summary["electra@100"]
     assert electra["pretraining_runs"] == 2 and electra["finetuning_runs"] == 4
     assert electra["test_mean"] == pytest.approx(0.915)
@@ -406,56 +420,124 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
         "2": pytest.approx(0.92),
     }
     assert electra["flops"] == 9.0
-    assert summary["none@0"]["test_mean"] == pytest.approx(0.8)
-    compared = study.comparisons(setup, {"pos": summary})["pos"]["electra - none"]
-    assert compared["difference"] == pytest.approx(0.115)
-    assert 0.0 < compared["low"] <= compared["difference"] <= compared["high"]
-    table = study.markdown(
+    assert summary["none@0"]["test_mean"] == pytest.approx(0.805)
+    compared = intervals.comparisons(setup, {"pos": summary})["pos"]["electra - none"]
+    assert compared["difference"] == pytest.approx(0.11)
+    for interval in (compared["bootstrap"], compared["t_interval"]):
+        assert 0.0 < interval["low"] <= compared["difference"] <= interval["high"]
+    table = reporting.markdown(
         setup, {"pos": summary}, {"pos": {"electra - none": compared}}
     )
     assert "| ELECTRA | 100 |" in table and "0.9100, 0.9200" in table
+    # Each row names the code its units ran and their machines.
+    row = next(line for line in table.splitlines() if line.startswith("| ELECTRA"))
+    assert row.endswith("| commit1 x2, commit2 x2 | not recorded |")
 
 
 def test_late_gain_is_what_the_last_three_epochs_added_to_the_best_dev_score():
     def epochs(*scores):
         return [{"score": x} for x in scores]
 
-    assert study.late_gain(epochs(0.5, 0.8, 0.81, 0.82, 0.83)) == pytest.approx(0.03)
-    assert study.late_gain(epochs(0.5, 0.8, 0.79, 0.78, 0.77)) == 0.0
-    assert study.late_gain(epochs(0.5, 0.6, 0.9)) == 0.0  # too short to say
-
-
-def test_bootstrap_interval_covers_zero_when_groups_overlap_and_not_when_apart():
-    rng = np.random.default_rng(0)
-    runs = {s: list(rng.normal(0.8, 0.01, 3)) for s in range(3)}
-    # The same scores, in other runs and orders: no difference to find.
-    shuffled = {s: runs[(s + 1) % 3][::-1] for s in range(3)}
-    overlap = study.bootstrap_difference(runs, shuffled)
-    assert overlap["difference"] == pytest.approx(0.0, abs=1e-12)
-    assert overlap["low"] < 0.0 < overlap["high"]
-    apart = study.bootstrap_difference(
-        {s: [0.9, 0.91, 0.9] for s in range(3)}, {s: [0.8, 0.81] for s in range(3)}
+    assert reporting.late_gain(epochs(0.5, 0.8, 0.81, 0.82, 0.83)) == pytest.approx(
+        0.03
     )
-    assert apart["low"] > 0.05
+    assert reporting.late_gain(epochs(0.5, 0.8, 0.79, 0.78, 0.77)) == 0.0
+    assert reporting.late_gain(epochs(0.5, 0.6, 0.9)) == 0.0  # too short to say
 
 
-def test_interval_says_what_spread_a_single_run_leaves_out():
-    three_by_three = {s: [0.90 + 0.01 * s, 0.91, 0.90] for s in range(3)}
-    one_by_three = {1: [0.95, 0.94, 0.96]}
-    fewer = study.bootstrap_difference(three_by_three, one_by_three)
-    assert fewer["pretraining_runs"] == [3, 1] and fewer["scores"] == [9, 3]
-    assert fewer["low"] < fewer["difference"] < fewer["high"]
-    line = study.interval_text("electra - gdes", fewer)
-    assert "95% bootstrap interval" in line
-    assert "fine-tuning seeds only for gdes" in line
-    # One score on a side: resampling could only return the point, so no interval.
-    single = study.bootstrap_difference(three_by_three, {1: [0.95]})
-    assert single["low"] is None and single["high"] is None
-    line = study.interval_text("electra - replace_mlm", single)
+# Made-up scores: three pre-training runs of three fine-tuning seeds against
+# two runs of two and four seeds (runs of unequal size), with spread both
+# between and within runs.
+ARM_A = {1: [0.90, 0.86, 0.93], 2: [0.84, 0.88, 0.85], 3: [0.95, 0.91, 0.89]}
+ARM_B = {7: [0.80, 0.87], 8: [0.83, 0.78, 0.90, 0.81]}
+
+
+def _loop_bootstrap(a, b, samples, seed):
+    """The two-level bootstrap written out as a plain loop over resamples."""
+    rng = np.random.default_rng(seed)
+    differences = []
+    for _ in range(samples):
+        means = []
+        for arm in (a, b):
+            runs = list(arm.values())
+            drawn = [runs[i] for i in rng.integers(len(runs), size=len(runs))]
+            means.append(np.mean([np.mean(rng.choice(r, len(r))) for r in drawn]))
+        differences.append(means[0] - means[1])
+    return np.percentile(differences, [2.5, 97.5])
+
+
+def test_two_level_bootstrap_agrees_with_a_plain_loop_and_counts_both_levels():
+    found = intervals.two_level_bootstrap(ARM_A, ARM_B, samples=20000, seed=3)
+    low, high = _loop_bootstrap(ARM_A, ARM_B, samples=20000, seed=4)
+    # Two independent Monte Carlo runs: the bounds agree to their noise.
+    assert found["low"] == pytest.approx(low, abs=0.003)
+    assert found["high"] == pytest.approx(high, abs=0.003)
+    # Resampling only the runs (one level) gives a visibly narrower interval.
+    run_means_only = {
+        arm: {run: [np.mean(scores)] for run, scores in groups.items()}
+        for arm, groups in (("a", ARM_A), ("b", ARM_B))
+    }
+    one_level = intervals.two_level_bootstrap(
+        run_means_only["a"], run_means_only["b"], samples=20000, seed=3
+    )
+    assert one_level["high"] - one_level["low"] < 0.85 * (high - low)
+    # The draws are the seed's: the same seed, the same interval.
+    assert intervals.two_level_bootstrap(ARM_A, ARM_B, seed=3) == (
+        intervals.two_level_bootstrap(ARM_A, ARM_B, seed=3)
+    )
+
+
+def test_welch_interval_is_the_hand_formula_over_run_means():
+    from scipy import stats
+
+    a = [np.mean(s) for s in ARM_A.values()]
+    b = [np.mean(s) for s in ARM_B.values()]
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    half = stats.t.ppf(0.975, df) * np.sqrt(va + vb)
+    found = intervals.welch_interval(ARM_A, ARM_B)
+    difference = np.mean(a) - np.mean(b)
+    assert found["df"] == pytest.approx(df)
+    assert found["low"] == pytest.approx(difference - half)
+    assert found["high"] == pytest.approx(difference + half)
+
+
+def test_comparison_gives_both_intervals_or_says_which_it_cannot():
+    both = intervals.compare(ARM_A, ARM_B, samples=2000)
+    mean_a = np.mean([np.mean(s) for s in ARM_A.values()])
+    mean_b = np.mean([np.mean(s) for s in ARM_B.values()])
+    assert both["difference"] == pytest.approx(mean_a - mean_b)
+    assert both["pretraining_runs"] == [3, 2] and both["scores"] == [9, 6]
+    assert both["t_interval"] == intervals.welch_interval(ARM_A, ARM_B)
+    line = intervals.interval_text("electra - mlm", both)
+    assert "95% two-level bootstrap [" in line and "Welch t over run means [" in line
+    # One pre-training run a side: a bootstrap over its seeds, no t-interval.
+    one_run = intervals.compare(ARM_A, {1: [0.95, 0.94, 0.96]}, samples=2000)
+    assert one_run["pretraining_runs"] == [3, 1] and one_run["t_interval"] is None
+    bounds = one_run["bootstrap"]
+    assert bounds["low"] < one_run["difference"] < bounds["high"]
+    line = intervals.interval_text("electra - gdes", one_run)
+    assert "fine-tuning seeds only for gdes" in line and "no t-interval" in line
+    # One score a side: resampling could only return the point, so no interval.
+    single = intervals.compare(ARM_A, {1: [0.95]})
+    assert single["bootstrap"] is None and single["t_interval"] is None
+    line = intervals.interval_text("electra - replace_mlm", single)
     assert "no interval (replace_mlm: one pre-training run, one seed)" in line
     assert "bootstrap" not in line
-    both = study.bootstrap_difference(three_by_three, three_by_three)
-    assert "only" not in study.interval_text("electra - mlm", both)
+
+
+def test_rt_polarity_electra_minus_no_pretraining_t_interval_includes_zero():
+    """The committed second study's rt_polarity runs (issue 48: about
+    [-0.028, +0.002])."""
+    path = pathlib.Path(__file__).parents[2] / "bench/results"
+    written = json.loads((path / "paper_experiments_seeds456.json").read_text())
+    summary = {"sentiment": written["summary"]["sentiment"]}
+    compared = intervals.comparisons(written["setup"], summary)["sentiment"]
+    t_interval = compared["electra - none"]["t_interval"]
+    assert t_interval["low"] == pytest.approx(-0.0277, abs=5e-5)
+    assert t_interval["high"] == pytest.approx(0.0016, abs=5e-5)
+    # The committed report is this code's.
+    assert written["comparisons"]["sentiment"] == compared
 
 
 def test_test_split_is_scored_once_after_training_with_the_trained_model():
@@ -469,7 +551,7 @@ def test_test_split_is_scored_once_after_training_with_the_trained_model():
         events.append(("test", model))
         return {"accuracy": 0.7}
 
-    results = study.select_on_dev_then_test(train, score_test)
+    results = finetuning.select_on_dev_then_test(train, score_test)
     assert events == ["train", ("test", "model-at-best-dev-epoch")]
     assert results["test"] == {"accuracy": 0.7} and results["best_epoch"] == 2
 
@@ -498,7 +580,7 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
     monkeypatch.setattr(tagging, "read_conll", read_conll)
     monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
     args = argparse.Namespace(pos_train_sentences=0)
-    results = study.finetune_tagging(
+    results = finetuning.finetune_tagging(
         args,
         str(pos_dir),
         config=types.SimpleNamespace(eval_batch_size=8),
@@ -515,7 +597,7 @@ def test_the_tagging_unit_reads_test_tags_only_after_fine_tuning(tmp_path, monke
 
 def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib")
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     setup = _setup(tasks=["pos"])
     store.write(
         "pretrain.electra.p1",
@@ -548,26 +630,74 @@ def test_report_files_are_written_from_unit_records(tmp_path, monkeypatch):
     assert "ELECTRA" in output.with_suffix(".md").read_text()
 
 
+def test_a_report_rewritten_from_a_report_is_the_same_report(tmp_path):
+    """--report-from: the units' directory gone, the report's own records
+    give back every figure; only the header (this command) differs."""
+    pytest.importorskip("matplotlib")
+    store = planning.Store(tmp_path / "study")
+    setup = _setup(tasks=["pos"])
+    for pseed in (1, 2):
+        encoder = f"electra-p{pseed}-s100"
+        kept = {"100": {"encoder": encoder, "flops": 9.0, "held_out": {}}}
+        history = [{"step": 100, "rtd_auc": 0.6 + pseed / 100}]
+        record = {"kept": kept, "held_out_history": history, "variant": "electra"}
+        store.write(f"pretrain.electra.p{pseed}", record)
+        for fseed in (1, 2):
+            run = _run(encoder, fseed, 0.9 + pseed / 100 + fseed / 1000)
+            store.write(f"finetune.pos.{encoder}.f{fseed}", run)
+            run = _run(f"none-p{pseed}", fseed, 0.8 + pseed / 100 - fseed / 1000)
+            store.write(f"finetune.pos.none-p{pseed}.f{fseed}", run)
+    first = tmp_path / "first"
+    study.write_report(argparse.Namespace(output=str(first)), setup, store)
+    shutil.rmtree(tmp_path / "study")
+    second, third = tmp_path / "second", tmp_path / "third"
+    for source, output in ((first, second), (second, third)):
+        arguments = ["--report-from", str(source.with_suffix(".json"))]
+        assert study.main([*arguments, "--output", str(output)]) == 0
+    header = {"command", "commit", "date", "machine", "versions", "units_from"}
+    written = [json.loads(p.with_suffix(".json").read_text()) for p in (first, third)]
+    assert written[0]["comparisons"]["pos"]["electra - none"]["t_interval"]
+    assert [{k: v for k, v in w.items() if k not in header} for w in written] == [
+        {k: v for k, v in written[0].items() if k not in header}
+    ] * 2
+    # Rewritten twice, it still names the study's own command.
+    assert written[1]["units_from"]["command"] == written[0]["command"]
+    assert written[1]["units_from"]["report"] == str(first.with_suffix(".json"))
+    for path in (second, third):
+        assert (
+            path.with_suffix(".md").read_text() == first.with_suffix(".md").read_text()
+        )
+    assert (tmp_path / "third_pos.png").stat().st_size > 0
+    # Not a report: one line naming the file.
+    (tmp_path / "other.json").write_text('{"summary": {}}')
+    with pytest.raises(SystemExit, match=r"other.json: not a paper_experiments report"):
+        study.main(
+            ["--report-from", str(tmp_path / "other.json")]
+            + ["--output", str(tmp_path / "unwritten")]
+        )
+    assert not list(tmp_path.glob("unwritten*"))
+
+
 def test_held_out_score_is_each_runs_auc_or_its_objectives_accuracy():
     electra = {"held_out": {"2": {"rtd_auc": 0.7312, "mlm_accuracy": 0.1}}}
     electra["held_out"]["1"] = {"rtd_auc": 0.7331, "mlm_accuracy": 0.1}
-    assert study.held_out_score(electra) == "AUC 0.733, 0.731"
+    assert reporting.held_out_score(electra) == "AUC 0.733, 0.731"
     mlm = {"held_out": {"1": {"mlm_accuracy": 0.4461}}}
-    assert study.held_out_score(mlm) == "MLM accuracy 0.446"
-    assert study.held_out_score({"held_out": {}}) == "-"  # no pre-training
+    assert reporting.held_out_score(mlm) == "MLM accuracy 0.446"
+    assert reporting.held_out_score({"held_out": {}}) == "-"  # no pre-training
 
 
 def test_generators_are_drawn_against_their_width_beside_electras_own(
     tmp_path, monkeypatch
 ):
     pytest.importorskip("matplotlib")
-    assert study.generator_width(_setup(), "electra") == 0.03125  # the cpu preset's
+    assert plots.generator_width(_setup(), "electra") == 0.03125  # the cpu preset's
     assert (
-        study.generator_width(_setup(hparams={"generator_hidden_size": 0.5}), "electra")
+        plots.generator_width(_setup(hparams={"generator_hidden_size": 0.5}), "electra")
         == 0.5
     )
-    assert study.generator_width(_setup(), "electra_generator_0.25") == 0.25
-    assert study.generator_width(_setup(), "electra_uniform_generator") is None
+    assert plots.generator_width(_setup(), "electra_generator_0.25") == 0.25
+    assert plots.generator_width(_setup(), "electra_uniform_generator") is None
     names = ["electra", "electra_generator_0.25", "electra_uniform_generator"]
     setup = _setup(
         variant_seeds={name: [1] for name in names},
@@ -576,7 +706,7 @@ def test_generators_are_drawn_against_their_width_beside_electras_own(
         flops_per_sequence={name: 2.0 for name in names},
         pretraining_seeds=[1],
     )
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     for name in names:
         encoder = f"{name}-p1-s100"
         record = {"encoder": encoder, "flops": 9.0, "held_out": {}}
@@ -585,9 +715,9 @@ def test_generators_are_drawn_against_their_width_beside_electras_own(
     store.write("finetune.pos.none-p1.f1", _run("none-p1", 1, 0.8))
     drawn = {}
     monkeypatch.setattr(
-        study,
+        plots,
         "plot",
-        lambda setup, task, points, path: drawn.setdefault(path.name, points),
+        lambda task, points, path: drawn.setdefault(path.name, points),
     )
     study.write_report(
         argparse.Namespace(output=str(tmp_path / "report")), setup, store
@@ -626,7 +756,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
 
     monkeypatch.setattr(glue_readers, "read_glue_tsv", read_glue_tsv)
     monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
-    results = study.finetune_classification(
+    results = finetuning.finetune_classification(
         str(task_dir),
         config=types.SimpleNamespace(eval_batch_size=8),
         pretrained=None,
@@ -640,7 +770,7 @@ def test_the_classification_unit_reads_test_labels_only_after_fine_tuning(
 
 
 def test_with_two_slots_slot_0_keeps_pretraining_while_others_fine_tune():
-    units = study.plan_units(_setup())
+    units = planning.plan_units(_setup())
     store_done = {"pretrain.electra.p1", "pretrain.mlm.p1"}
     ready = sorted(
         (
@@ -664,14 +794,14 @@ def test_with_two_slots_slot_0_keeps_pretraining_while_others_fine_tune():
 
 def test_only_curve_pretraining_seeds_keep_and_fine_tune_early_encoders():
     setup = _setup(curve_pretraining_seeds=[2])
-    keys = {u.key for u in study.plan_units(setup)}
+    keys = {u.key for u in planning.plan_units(setup)}
     assert "finetune.pos.electra-p2-s50.f1" in keys
     assert "finetune.pos.electra-p1-s50.f1" not in keys
     assert {"finetune.pos.electra-p1-s100.f1", "finetune.pos.electra-p1-s100.f2"} < keys
-    assert study.kept_steps(setup, "mlm", 1) == [140]
-    assert study.kept_steps(setup, "mlm", 2) == [70, 140]
+    assert planning.kept_steps(setup, "mlm", 1) == [140]
+    assert planning.kept_steps(setup, "mlm", 2) == [70, 140]
     # A setup from before the flag keeps curves on every seed.
-    assert study.kept_steps(_setup(), "mlm", 1) == [70, 140]
+    assert planning.kept_steps(_setup(), "mlm", 1) == [70, 140]
 
 
 class _Killed(Exception):
@@ -698,9 +828,9 @@ def _stub_pretraining(monkeypatch, tmp_path, kill_at=None):
     monkeypatch.setattr(pretraining_run, "run_pretraining", run_pretraining)
     optimizer = types.SimpleNamespace(override=lambda **k: None)
     configs = {"model": None, "pretraining": None, "optimizer": optimizer}
-    monkeypatch.setattr(study, "setup_configs", lambda args, data: configs)
-    monkeypatch.setattr(study, "variant_configs", lambda base, v, s: configs)
-    monkeypatch.setattr(study, "held_out_history", lambda model_dir: [])
+    monkeypatch.setattr(design, "setup_configs", lambda args, data: configs)
+    monkeypatch.setattr(design, "variant_configs", lambda base, v, s: configs)
+    monkeypatch.setattr(pretraining, "held_out_history", lambda model_dir: [])
     args = study.parse_args(
         ["--out-dir", str(tmp_path), "--batch-size", "64", "--checkpoint-every", "10"]
         + ["--eval-steps", "1", "--objectives", "electra", "--hparams", "{}"]
@@ -716,8 +846,8 @@ def test_a_resumed_pretraining_unit_keeps_each_encoder_at_its_own_step(
     state, args, data = _stub_pretraining(monkeypatch, tmp_path, kill_at=75)
     setup = _setup()
     with pytest.raises(_Killed):
-        study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
-    record = study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+        pretraining.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+    record = pretraining.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
     encoders = tmp_path / "encoders"
     assert (encoders / "electra-p1-s50" / "weights").read_text() == "50"
     assert (encoders / "electra-p1-s100" / "weights").read_text() == "100"
@@ -733,21 +863,21 @@ def test_a_run_past_a_step_it_has_not_kept_is_refused_not_kept_under_that_name(
     state, args, data = _stub_pretraining(monkeypatch, tmp_path)
     state["step"] = 75  # a run directory from before encoders were recorded
     with pytest.raises(SystemExit, match="is at step 75, not 50"):
-        study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None)
+        pretraining.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None)
     assert not (tmp_path / "encoders" / "electra-p1-s50").exists()
 
 
 def test_a_recorded_run_whose_encoders_are_gone_runs_again_before_their_units(
     tmp_path,
 ):
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     setup = _setup()
-    units = study.plan_units(setup)
+    units = planning.plan_units(setup)
     for key in ("pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"):
         store.write(key, {"unit": key})
 
     def ready():
-        return {u.key for u in study.ready_units(units, store, set())}
+        return {u.key for u in planning.ready_units(units, store, set())}
 
     # Seed 1's encoders are gone (a lost scratch directory): its fine-tuning
     # still to run waits, and the recorded run is due again.
@@ -776,13 +906,13 @@ def _history_of(state, scale=1.0):
 
 def test_a_rebuilt_run_is_compared_with_its_record_and_keeps_it(tmp_path, monkeypatch):
     state, args, data = _stub_pretraining(monkeypatch, tmp_path)
-    monkeypatch.setattr(study, "held_out_history", _history_of(state))
+    monkeypatch.setattr(pretraining, "held_out_history", _history_of(state))
     setup = _setup()
-    recorded = study.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
+    recorded = pretraining.pretrain_unit(args, setup, "pretrain.electra.p1", data, None)
     recorded = {"unit": "pretrain.electra.p1", "commit": "first", **recorded}
     shutil.rmtree(tmp_path / "encoders")
     state["step"] = 0  # the rebuild's own run directory starts from scratch
-    rebuilt = study.pretrain_unit(
+    rebuilt = pretraining.pretrain_unit(
         args, setup, "pretrain.electra.p1", data, None, recorded
     )
     # The first run's record, its machine unknown (recorded before units
@@ -791,7 +921,7 @@ def test_a_rebuilt_run_is_compared_with_its_record_and_keeps_it(tmp_path, monkey
         "machine": None,
         **recorded,
     }
-    assert rebuilt["rebuilt"]["machine"] == study.machine()
+    assert rebuilt["rebuilt"]["machine"] == pretraining.machine()
     assert rebuilt["rebuilt"]["evaluations_compared"] == 5
     encoders = tmp_path / "encoders"
     assert (encoders / "electra-p1-s100" / "weights").read_text() == "100"
@@ -808,37 +938,43 @@ def test_a_rebuild_that_departs_from_its_record_is_refused_at_the_first_evaluati
     state, args, data = _stub_pretraining(monkeypatch, tmp_path)
     recorded = {"held_out_history": _history_of({"step": 100})(None)}
     steps = []
-    original = study.compare_with_record
+    original = pretraining.compare_with_record
     monkeypatch.setattr(
-        study,
+        pretraining,
         "compare_with_record",
         lambda key, history, record: (
             steps.append(state["step"]) or original(key, history, record)
         ),
     )
-    monkeypatch.setattr(study, "held_out_history", _history_of(state, scale=1.01))
+    monkeypatch.setattr(pretraining, "held_out_history", _history_of(state, scale=1.01))
     message = r"at step 20 rtd_auc is 0.0202\d*, the record's 0.02; this is another run"
     with pytest.raises(SystemExit, match=message):
-        study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None, recorded)
+        pretraining.pretrain_unit(
+            args, _setup(), "pretrain.electra.p1", data, None, recorded
+        )
     assert steps == [20]  # stopped at the first evaluation, not the budget's end
     assert not (tmp_path / "encoders").exists()
     # Within round-off it is the same run.
-    monkeypatch.setattr(study, "held_out_history", _history_of(state, scale=1 + 1e-6))
+    monkeypatch.setattr(
+        pretraining, "held_out_history", _history_of(state, scale=1 + 1e-6)
+    )
     state["step"] = 0
-    study.pretrain_unit(args, _setup(), "pretrain.electra.p1", data, None, recorded)
+    pretraining.pretrain_unit(
+        args, _setup(), "pretrain.electra.p1", data, None, recorded
+    )
 
 
 def test_a_unit_another_live_process_runs_is_not_started_again(tmp_path, monkeypatch):
     import subprocess
     import sys
 
-    store = study.Store(tmp_path)
-    units = study.plan_units(_setup())
+    store = planning.Store(tmp_path)
+    units = planning.plan_units(_setup())
     other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     try:
         (store.directory / "pretrain.electra.p1.running").write_text(str(other.pid))
         assert store.busy("pretrain.electra.p1")
-        ready = {u.key for u in study.ready_units(units, store, set())}
+        ready = {u.key for u in planning.ready_units(units, store, set())}
         assert "pretrain.electra.p1" not in ready and "pretrain.mlm.p1" in ready
     finally:
         other.kill()
@@ -846,7 +982,7 @@ def test_a_unit_another_live_process_runs_is_not_started_again(tmp_path, monkeyp
     # Its process gone (killed with the unit unfinished), the unit is free.
     assert not store.busy("pretrain.electra.p1")
     assert "pretrain.electra.p1" in {
-        u.key for u in study.ready_units(units, store, set())
+        u.key for u in planning.ready_units(units, store, set())
     }
     # This process's own claim does not block it; a finished unit lets go.
     store.claim("pretrain.mlm.p1")
@@ -864,14 +1000,14 @@ def test_a_pos_training_sample_is_the_same_sentences_in_file_order_every_time():
     sentences = TaggedSentences(
         words, tuple(("NOUN",) for _ in words), "train.conll", tuple(range(1, 51))
     )
-    sample = study.sample_sentences(sentences, 20)
-    assert sample == study.sample_sentences(sentences, 20)
+    sample = finetuning.sample_sentences(sentences, 20)
+    assert sample == finetuning.sample_sentences(sentences, 20)
     indices = [int(w[0][1:]) for w in sample.words]
     assert len(set(indices)) == 20 and indices == sorted(indices)
     assert indices != list(range(20))  # drawn from the whole file, not its head
     assert sample.lines == tuple(i + 1 for i in indices)
     with pytest.raises(SystemExit, match="exceeds the 50 sentences of train.conll"):
-        study.sample_sentences(sentences, 51)
+        finetuning.sample_sentences(sentences, 51)
 
 
 def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
@@ -886,7 +1022,7 @@ def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
         if "transformer_layer_1/" in weight.path and "attention" in weight.path:
             weight.assign(weight * 3.0)
     encoder.save_weights(tmp_path / "model.weights.h5")
-    scales = study.weight_scales(tmp_path)
+    scales = reporting.weight_scales(tmp_path)
 
     def rms(paths):
         values = [
@@ -912,7 +1048,7 @@ def test_weight_scales_reads_a_kept_encoders_matrices_block_by_block(tmp_path):
 def test_weight_scales_of_encoders_gone_from_disk_are_kept_from_the_last_report(
     tmp_path, monkeypatch
 ):
-    store = study.Store(tmp_path)
+    store = planning.Store(tmp_path)
     previous = tmp_path / "report.json"
     previous.write_text(
         json.dumps({"encoder_weights": {"mlm-p1-s2000": "old", "mlm-p1-s750": "old"}})
@@ -920,18 +1056,20 @@ def test_weight_scales_of_encoders_gone_from_disk_are_kept_from_the_last_report(
     kept = tmp_path / "encoders" / "mlm-p1-s2000"
     kept.mkdir(parents=True)
     (kept / "model.weights.h5").write_bytes(b"")
-    monkeypatch.setattr(study, "weight_scales", lambda path: f"measured {path.name}")
-    scales = study.encoder_weights(store, previous)
+    monkeypatch.setattr(
+        reporting, "weight_scales", lambda path: f"measured {path.name}"
+    )
+    scales = reporting.encoder_weights(store, previous)
     # The encoder on disk is measured again; the lost one keeps its figure.
     assert scales == {"mlm-p1-s750": "old", "mlm-p1-s2000": "measured mlm-p1-s2000"}
     assert list(scales) == ["mlm-p1-s750", "mlm-p1-s2000"]  # by step, not by name
-    assert study.encoder_weights(store, tmp_path / "none.json") == {
+    assert reporting.encoder_weights(store, tmp_path / "none.json") == {
         "mlm-p1-s2000": "measured mlm-p1-s2000"
     }
 
 
 def test_runs_column_says_when_pretraining_runs_have_different_seed_counts():
-    from bench.studies.paper_experiments import _runs
+    from bench.studies.paper.report import _runs
 
     def runs(*seeds_per_run):
         return [

