@@ -162,7 +162,7 @@ def parse_args(argv=None):
         "--party-dir",
         default="",
         help="The party task (SST-2 layout, labelled test.tsv), as "
-        "`python -m bench.tasks.sotu_party` builds it; none is bundled.",
+        "bench/tasks/sotu_party.py (last in fd09c6a) built it; none is bundled.",
     )
     finetune.add_argument(
         "--pos-train-sentences",

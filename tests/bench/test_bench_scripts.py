@@ -24,8 +24,6 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.data_throughput", ["--processes"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
         ("suite.finetune_step_time", ["--variants", "xla_einsum", "--warmup-calls"]),
-        ("tasks.sotu_party", ["--package", "--train-sentences", "--min-words"]),
-        ("tasks.linear_baseline", ["--task-dir", "--c-grid"]),
         ("studies.paper_headline", ["--task", "--reference"]),
         ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
     ],

