@@ -105,8 +105,9 @@ def table_rows(path: str, kind: str, error: type[Exception], header=None):
 
 def _field_count_problem(path, kind, fields, header, start, end) -> str:
     """The message for a record of `len(fields)` fields where the header has
-    another count; a record that runs over several lines to the end of the
-    file is a quote left open on its first line."""
+    another count. A CSV record that runs over several lines (a quoted field
+    holding line breaks) and has the wrong count is most likely a quote left
+    open on its first line: that line is named, not the record's last."""
     separator = "comma" if kind == "csv" else "tab"
     count = f"{len(fields)} {separator}-separated fields where the header has"
     if end > start and kind == "csv" and any("\n" in field for field in fields):
