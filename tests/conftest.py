@@ -38,3 +38,13 @@ def tf1_checkpoint(tmp_path_factory):
             tensors.setdefault(name, value.T if transpose else value)
     directory = tmp_path_factory.mktemp("tf1")
     return write_tf1_checkpoint(tensors, directory / "model.ckpt", TF1_STEP)
+
+
+@pytest.fixture(autouse=True)
+def _no_network_probe(monkeypatch):
+    """Tests never touch the network: the reachability check before a tfds
+    download (`electra_tf.network`) answers "reachable" (the mocked tfds
+    downloads nothing); a test of the offline case patches it again."""
+    import electra_tf.network
+
+    monkeypatch.setattr(electra_tf.network, "unreachable_reason", lambda *a, **k: None)

@@ -87,6 +87,10 @@ def parse_args(argv=None):
             "directory (its newest checkpoint).")
         add("--config", help="The run's config.json (default: next to the "
             "checkpoint or one directory up).")
+        if name == "electra-to-hf":
+            add("--encoder-only", action="store_true", help="Write only the "
+                "discriminator's encoder, as an ElectraModel (output/"
+                "discriminator): what an Electric run converts to.")
     # fmt: on
     return parser.parse_args(argv)
 

@@ -44,9 +44,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--input", required=True, help="UTF-8 text file, one sentence per line."
     )
-    parser.add_argument("--output", required=True, help="TSV file to write.")
     parser.add_argument(
-        "--batch-size", type=int, default=64, help="Sentences per batch (default 64)."
+        "--output",
+        required=True,
+        help="TSV file to write (written whole or not at all; the --input file "
+        "itself is refused).",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=64,
+        help="Sentences per batch, >= 1 (default 64).",
     )
     return parser.parse_args(argv)
 

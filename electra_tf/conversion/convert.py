@@ -35,6 +35,7 @@ from electra_tf.conversion.tf1 import (
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
 from electra_tf.errors import ConversionError
 from electra_tf.export.pretrained import export_encoder, export_pretrained
+from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.keras_hub_preset import (
     load_keras_hub_preset,
     preset_vocabulary,
@@ -219,6 +220,14 @@ def _hf_to_electra(output, vocabulary, *, discriminator, generator=None):
 def _tf1_to_electra(output, vocabulary, *, checkpoint, num_heads=0, preset=None):
     vocabulary = vocabulary.resolve(None, True)
     tf1_checkpoint = read_tf1_checkpoint(checkpoint)
+    if not tf1_checkpoint.tensors:
+        example = tf1_checkpoint.ignored[0] if tf1_checkpoint.ignored else "none"
+        raise ConversionError(
+            f"{tf1_checkpoint.path} is not an original (TF1) ELECTRA checkpoint: "
+            f"none of its {len(tf1_checkpoint.ignored)} tensors is under electra/ "
+            f"or generator/ (e.g. {example}); one of our checkpoints converts "
+            "with electra-to-hf or electra-to-keras-hub"
+        )
     if not has_generator(tf1_checkpoint.tensors):
         if vocabulary is None:
             raise _no_vocabulary(checkpoint)
@@ -252,8 +261,15 @@ def _keras_hub_to_electra(output, vocabulary, *, preset):
     return export_encoder(encoder, vocabulary, os.path.join(output, "export")), None
 
 
-def _electra_to_hf(output, vocabulary, *, checkpoint, config=None):
+def _electra_to_hf(output, vocabulary, *, checkpoint, config=None, encoder_only=False):
     loaded = load_pretraining_checkpoint(checkpoint, config)
+    if encoder_only:
+        encoder = loaded.pretrainer.discriminator_encoder
+        if encoder.disentangles_embeddings:
+            encoder = standalone_encoder(encoder)
+        directory = os.path.join(output, "discriminator")
+        hf_conversion.save_hf_encoder(encoder, directory, loaded.vocabulary)
+        return {"discriminator": directory}, None
     return save_hf_pretrainer(loaded.pretrainer, output, loaded.vocabulary), None
 
 

@@ -137,8 +137,10 @@ def check_convertible(pretrainer) -> None:
     if pretrainer.pretraining_config.objective == "electric":
         raise ConversionError(
             "an Electric pretrainer's two-tower cloze generator has no "
-            "counterpart in the original or Hugging Face layouts: convert its "
-            "exported discriminator (export/discriminator) instead"
+            "counterpart in the original or Hugging Face layouts: convert only "
+            "its discriminator's encoder (electra-convert electra-to-hf "
+            "--encoder-only, a Hugging Face ElectraModel), or use the run's "
+            "export/discriminator, a keras-hub preset, as it is"
         )
 
 

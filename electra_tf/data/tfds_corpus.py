@@ -27,6 +27,7 @@ import dataclasses
 from collections.abc import Iterator
 
 from electra_tf.errors import CorpusError
+from electra_tf.network import NetworkUnreachableError, check_reachable
 
 PREFIX = "tfds:"
 # The feature a dataset's text is read from when several are text.
@@ -101,6 +102,11 @@ class TfdsCorpus:
                 f"{self} has no feature {field!r} (it has "
                 f"{', '.join(sorted(builder.info.features))})"
             )
+        if not builder.is_prepared():
+            try:
+                check_reachable(f"tfds dataset {self.name} (from {self})")
+            except NetworkUnreachableError as error:
+                raise CorpusError(str(error)) from error
         try:
             builder.download_and_prepare()
             # No file shuffling: the same examples in the same order every time.

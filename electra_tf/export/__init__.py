@@ -6,6 +6,9 @@
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
 * `token_classifier`: a fine-tuned tagger's: text in, words, tags and offsets out.
+* `request_checks`: the in-graph checks of a request's shapes that every
+  signature above runs first (a bad request: `InvalidArgumentError` naming
+  the input, never a crash).
 * `saved_model`: `save_saved_model`, which every SavedModel above is saved
   with (TensorFlow's notices about renamed inputs left out).
 """

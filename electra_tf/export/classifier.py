@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
 
 
@@ -76,7 +77,7 @@ class TextClassifierServing(tf.Module):
                 input_signature=specs,
             )
         self.predict_token_ids = tf.function(
-            self._predict_packed,
+            self._predict_checked_ids,
             input_signature=[
                 {
                     name: tf.TensorSpec([None, None], tf.int32, name=name)
@@ -86,6 +87,7 @@ class TextClassifierServing(tf.Module):
         )
 
     def _predict(self, texts):
+        texts = checked_texts(**dict(zip(self.text_features, texts)))
         # `x=`: a positional 2-tuple would be taken for `(x, y)`.
         x = self.preprocessor(x=texts[0] if len(texts) == 1 else texts)
         # The packer pads every input to `sequence_length`; cut the batch to
@@ -94,6 +96,12 @@ class TextClassifierServing(tf.Module):
         # outputs are the same while a short request costs far less.
         length = tf.reduce_max(tf.reduce_sum(tf.cast(x["padding_mask"], tf.int32), -1))
         x = {name: value[:, : tf.maximum(length, 1)] for name, value in x.items()}
+        return self._predict_packed(x)
+
+    def _predict_checked_ids(self, x):
+        names = ("token_ids", "segment_ids", "padding_mask")
+        vocabulary_size = self.classifier.backbone.vocabulary_size
+        x = checked_ids({name: x[name] for name in names}, vocabulary_size)
         return self._predict_packed(x)
 
     def _predict_packed(self, x):

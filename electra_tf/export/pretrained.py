@@ -9,6 +9,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
@@ -39,6 +40,9 @@ class DiscriminatorServing(tf.Module):
         the same for `[CLS] text [SEP] text_pair [SEP]` (segment ids 0, 1),
         truncated round-robin: the longer text loses tokens first.
     Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
+    A request of the wrong shape (texts of different batch sizes, ids out
+    of the vocabulary) gets an `InvalidArgumentError` naming the input
+    (`electra_tf.export.request_checks`).
 
     Electric (`electric_mask_prob` set): the discriminator's own logit is an
     energy, not the logit of "replaced"; `replaced_probability` is the
@@ -106,7 +110,9 @@ class DiscriminatorServing(tf.Module):
         ]
     )
     def detect_replaced_tokens_ids(self, inputs):
-        return self._outputs(inputs)
+        inputs = {name: inputs[name] for name in ENCODER_INPUTS}
+        vocabulary_size = self.discriminator.encoder.vocabulary_size
+        return self._outputs(checked_ids(inputs, vocabulary_size))
 
     def _packed_outputs(self, segments):
         token_ids, segment_ids = self.packer(tuple(segments))
@@ -120,6 +126,7 @@ class DiscriminatorServing(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def detect_replaced_tokens_text(self, text):
+        (text,) = checked_texts(text=text)
         return self._packed_outputs([self.tokenizer(text)])
 
     @tf.function(
@@ -129,6 +136,7 @@ class DiscriminatorServing(tf.Module):
         ]
     )
     def detect_replaced_tokens_text_pair(self, text, text_pair):
+        text, text_pair = checked_texts(text=text, text_pair=text_pair)
         return self._packed_outputs([self.tokenizer(text), self.tokenizer(text_pair)])
 
 

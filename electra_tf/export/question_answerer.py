@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.request_checks import checked_texts
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.models.span_decoding import answer_text_batch
 
@@ -50,6 +51,7 @@ class QuestionAnswererServing(tf.Module):
         )
 
     def _answer(self, question, context):
+        question, context = checked_texts(question=question, context=context)
         best = answer_text_batch(self.model, question, context)
         unanswered = best["answer_start"] < 0
         if self.na_threshold is not None:

@@ -45,6 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -70,6 +71,7 @@ class HubEncoder(tf.Module):
     def __init__(self, encoder):
         super().__init__()
         self.encoder = encoder_with_block_outputs(encoder)
+        self.vocabulary_size = int(encoder.vocabulary_size)
         self.variables = list(encoder.weights)
         self.trainable_variables = list(encoder.trainable_weights)
         self.regularization_losses = []
@@ -79,6 +81,10 @@ class HubEncoder(tf.Module):
 
     @tf.function
     def __call__(self, inputs, training=False):
+        inputs = checked_ids(
+            {name: inputs[name] for name in INPUT_NAMES},
+            self.vocabulary_size,
+        )
         outputs = self.encoder(
             {
                 "token_ids": inputs["input_word_ids"],
@@ -145,10 +151,30 @@ class HubPreprocessing(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, text):
+        (text,) = checked_texts(text=text)
         return tf.cast(self.tokenizer(text), tf.int32)
 
     def _pack(self, segments, seq_length):
         seq_length = tf.cast(seq_length, tf.int32)
+        # Segments of different batch sizes would reach `combine_segments`.
+        checks = [
+            tf.debugging.assert_equal(
+                segment.nrows(out_type=tf.int32),
+                segments[0].nrows(out_type=tf.int32),
+                message=f"segment {i} and segment 0 must have the same batch size",
+            )
+            for i, segment in enumerate(segments[1:], start=1)
+        ]
+        checks.append(
+            tf.debugging.assert_greater(
+                seq_length,
+                len(segments) + 1,
+                message=f"seq_length must leave room for [CLS], "
+                f"{len(segments)} [SEP] and some text",
+            )
+        )
+        with tf.control_dependencies(checks):
+            seq_length = tf.identity(seq_length)
         # [CLS] and one [SEP] per segment take room from the text.
         budget = seq_length - 1 - len(segments)
         trimmed = tf_text.RoundRobinTrimmer(max_seq_length=budget).trim(
@@ -184,6 +210,7 @@ class HubPreprocessing(tf.Module):
         ]
     )
     def preprocess_text_pair(self, text, text_pair):
+        text, text_pair = checked_texts(text=text, text_pair=text_pair)
         return self._pack(
             [self.tokenize(text), self.tokenize(text_pair)], self.seq_length
         )

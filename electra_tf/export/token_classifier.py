@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.request_checks import checked_texts
 from electra_tf.export.saved_model import save_saved_model
 
 
@@ -44,6 +45,7 @@ class TokenClassifierServing(tf.Module):
         )
 
     def _tag_text(self, text):
+        (text,) = checked_texts(text=text)
         logits, windows = self.tagger.word_logits(text)
         tag_ids = logits.with_flat_values(
             tf.argmax(logits.flat_values, axis=-1, output_type=tf.int32)

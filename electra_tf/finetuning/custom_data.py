@@ -51,6 +51,9 @@ MAX_INTEGER_CLASSES = 20
 # read as classes; `label_type="classification"` states the other meaning.
 MOSTLY_NUMERIC = 0.9
 LABEL_TYPES = ("auto", "classification", "regression")
+# Classes this many or more, and more than half the training rows: the label
+# column holds texts (each row its own class), not labels.
+MANY_CLASSES = 20
 # The column the test file's predictions are written in (GLUE's name for it).
 PREDICTION_COLUMN = "prediction"
 
@@ -148,6 +151,20 @@ def _refuse_mostly_numeric(path, labels, lines, label_column) -> None:
     )
 
 
+def _refuse_text_as_labels(path, classes, labels, label_column) -> None:
+    """`DataFileError` if the inferred classes are nearly as many as the rows
+    (`MANY_CLASSES` or more, over half the rows): a text column given as the
+    label column. `--label-type classification` states otherwise."""
+    if len(classes) >= MANY_CLASSES and len(classes) > len(labels) / 2:
+        raise DataFileError(
+            f"{path}: the labels ({label_column}) are {len(classes)} different "
+            f"values in {len(labels)} rows (e.g. {shorten(classes[0], 40)}), too "
+            f"many classes to learn: is {label_column!r} a text column? Name the "
+            "label's column with --label-column, or pass --label-type "
+            "classification if each value is a class (regression if they are scores)"
+        )
+
+
 def _log_labels(path, label_type, inferred, train_labels, classes) -> None:
     how = "inferred; --label-type to force" if inferred else "--label-type"
     if label_type == "regression":
@@ -171,19 +188,31 @@ def _log_labels(path, label_type, inferred, train_labels, classes) -> None:
         ", ".join(f"{label!r} {counts[label]}" for label in classes),
     )
     numeric = [label for label in classes if _as_number(label) is not None]
-    if numeric and len(numeric) < len(classes) / 2:
+    if numeric and len(numeric) < len(classes):
+        words = [label for label in classes if _as_number(label) is None]
         logger.warning(
-            "%s: class(es) %s are numbers among word classes: mistakes?",
+            "%s: class(es) %s are numbers among word classes (%s); each is a "
+            "class of its own: mistakes?",
             path,
             ", ".join(f"{label!r} ({counts[label]} examples)" for label in numeric),
+            ", ".join(repr(label) for label in words),
+        )
+    spaced = sorted({v for v in train_labels if isinstance(v, str) and v != v.strip()})
+    if spaced:
+        logger.warning(
+            "%s: label(s) %s have spaces around them; read without them, as %s",
+            path,
+            ", ".join(repr(v) for v in spaced[:5]),
+            ", ".join(repr(v.strip()) for v in spaced[:5]),
         )
 
 
 def _label_string(value) -> str:
-    # JSON numbers and strings alike: 1 and "1" are the same class.
+    # JSON numbers and strings alike: 1 and "1" are the same class; "pos"
+    # and " pos" (a space after a CSV comma) too.
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    return value if isinstance(value, str) else json.dumps(value)
+    return value.strip() if isinstance(value, str) else json.dumps(value)
 
 
 def _sorted_classes(values: set[str]) -> tuple[str, ...]:
@@ -237,6 +266,12 @@ def load_custom_data(
         raise DataFileError(
             f"one or two text columns (a text or a pair), got {list(text_columns)}"
         )
+    if label_column in text_columns:
+        raise DataFileError(
+            f"{label_column!r} is both a text column and the label column: the "
+            "model would read its answer; name the text column(s) with "
+            "--text-columns and the label's with --label-column"
+        )
     labelled = [("train", train_file), ("dev", dev_file)]
     if test_file and _has_column(test_file, label_column):
         labelled.append(("test", test_file))
@@ -260,6 +295,8 @@ def load_custom_data(
                 f"{train_file}: every label is {classes[0]!r}; classification "
                 "needs at least two classes"
             )
+        if inferred:
+            _refuse_text_as_labels(train_file, classes, train_labels, label_column)
     metrics = ("accuracy", "f1", "mcc") if len(classes) == 2 else ("accuracy", "mcc")
     task = GlueTask(
         name="custom",

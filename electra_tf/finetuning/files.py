@@ -19,6 +19,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from electra_tf.network import NetworkUnreachableError, check_reachable
+
 
 def shorten(value, limit: int = 80) -> str:
     """`repr(value)`, cut to `limit` characters for a message."""
@@ -109,23 +111,47 @@ def table_rows(path: str, kind: str, error: type[Exception], header=None):
             yield number, json_object(path, number, line, error)
         return
     dialect = {} if kind == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
+    # A cell may hold a whole document: lift the csv module's 128 KiB limit
+    # (its error named neither file nor line).
+    csv.field_size_limit(max(csv.field_size_limit(), 2**31 - 1))
     reader = csv.reader(io.StringIO(text, newline=""), **dialect)
     if header is not None:
         yield 0, header
+    end = 0  # the last line of the previous record
     for fields in reader:
+        start, end = end + 1, reader.line_num
         if not fields or fields == [""]:
             continue
         if header is None:
             header = fields
-            yield reader.line_num, header
+            twice = sorted({name for name in header if header.count(name) > 1})
+            if twice:
+                raise error(
+                    f"{path}, line {end}: the header names column {twice[0]!r} "
+                    f"{header.count(twice[0])} times ({header}); each column needs "
+                    "its own name"
+                )
+            yield end, header
             continue
         if len(fields) != len(header):
-            separator = "comma" if kind == "csv" else "tab"
-            raise error(
-                f"{path}, line {reader.line_num}: {len(fields)} {separator}-separated "
-                f"fields where the header has {len(header)}: {shorten(fields)}"
-            )
-        yield reader.line_num, dict(zip(header, fields))
+            raise error(_field_count_problem(path, kind, fields, header, start, end))
+        yield end, dict(zip(header, fields))
+
+
+def _field_count_problem(path, kind, fields, header, start, end) -> str:
+    """The message for a record of `len(fields)` fields where the header has
+    another count. A CSV record that runs over several lines (a quoted field
+    holding line breaks) and has the wrong count is most likely a quote left
+    open on its first line: that line is named, not the record's last."""
+    separator = "comma" if kind == "csv" else "tab"
+    count = f"{len(fields)} {separator}-separated fields where the header has"
+    if end > start and kind == "csv" and any("\n" in field for field in fields):
+        return (
+            f"{path}, line {start}: a quoted field opened on line {start} runs to "
+            f"line {end} ({count} {len(header)}); is a closing quote missing? "
+            f"{shorten(fields)}"
+        )
+    return f"{path}, line {end}: {count} {len(header)}: {shorten(fields)}"
 
 
 def _json_array_rows(path: str, text: str, error: type[Exception]):
@@ -220,6 +246,15 @@ def load_tfds(name: str, split: str, data_dir: str | None, error: type[Exception
     `~/tensorflow_datasets`); `error` if it cannot be loaded."""
     import tensorflow_datasets as tfds
 
+    try:
+        prepared = tfds.builder(name, data_dir=data_dir).is_prepared()
+    except Exception:  # an unknown name: tfds.load below says so
+        prepared = True
+    if not prepared:
+        try:
+            check_reachable(f"tfds {name}")
+        except NetworkUnreachableError as problem:
+            raise error(str(problem)) from problem
     try:
         dataset, info = tfds.load(name, split=split, data_dir=data_dir, with_info=True)
     except Exception as problem:  # tfds raises many kinds; report any of them

@@ -222,7 +222,13 @@ def examples_from_json(
                     )
                 _check_unique(source, str(qid), title, seen)
                 _check_texts(source, qid, qa["question"], context)
-                impossible = bool(qa.get("is_impossible", False))
+                impossible = qa.get("is_impossible", False)
+                if not isinstance(impossible, bool):
+                    raise SquadDataError(
+                        f"{source}: question {qid}: is_impossible must be true or "
+                        f"false (a JSON boolean), not the {type(impossible).__name__}"
+                        f" {impossible!r}"
+                    )
                 if impossible and version == 1:
                     raise SquadDataError(
                         f"{source}: question {qid} is unanswerable, which only "

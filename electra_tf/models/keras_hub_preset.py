@@ -21,8 +21,11 @@ layer. What differs:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import tempfile
+import urllib.error
 
 import keras_hub
 import numpy as np
@@ -171,20 +174,46 @@ def _copy_tree(source: str, destination: str) -> None:
             )
 
 
+def electra_preset_names() -> list[str]:
+    """The names of keras-hub's own ELECTRA presets (downloaded when used)."""
+    return sorted(keras_hub.models.ElectraBackbone.presets)
+
+
 def checked_preset(preset, *, weights: bool, tokenizer: bool) -> str:
     """`preset` as a string; a local directory must hold the preset's
     `config.json`, and its weights and tokenizer if the caller reads them.
 
-    keras-hub resolves preset names and kaggle:// or hf:// handles itself; a
-    local path gets a message naming it and the missing file instead of
-    keras-hub's.
+    kaggle:// or hf:// handles are left to keras-hub; a preset name must be
+    one of keras-hub's (`electra_preset_names`), and a local path gets a
+    message naming it and the missing file instead of keras-hub's.
 
     Raises:
-        PretrainedModelError: a local path that is not such a directory.
+        PretrainedModelError: a local path that is not such a directory (a
+            file, such as the export's `discriminator.keras`, is named as
+            one), or a name keras-hub does not know (with the ELECTRA names).
     """
     preset = os.fspath(preset)
-    if "://" in preset or not (os.sep in preset or os.path.exists(preset)):
+    if "://" in preset:
         return preset
+    if not (os.sep in preset or os.path.exists(preset)):
+        if preset in preset_utils.BUILTIN_PRESETS:
+            return preset
+        raise PretrainedModelError(
+            f"{preset} is neither a keras-hub preset name nor a directory here; "
+            f"keras-hub's ELECTRA presets: {', '.join(electra_preset_names())} "
+            "(a pre-training run's export/discriminator directory is a preset too)"
+        )
+    if os.path.isfile(preset):
+        directory = preset.removesuffix(".keras")
+        hint = (
+            f"; pass the preset directory beside it, {directory}"
+            if directory != preset and os.path.isdir(directory)
+            else "; pass a preset directory, such as a pre-training run's "
+            "export/discriminator"
+        )
+        raise PretrainedModelError(
+            f"{preset} is a file, not a keras-hub preset directory{hint}"
+        )
     if not os.path.isdir(preset):
         raise PretrainedModelError(
             f"{preset} is not a keras-hub preset directory: it does not exist"
@@ -201,6 +230,40 @@ def checked_preset(preset, *, weights: bool, tokenizer: bool) -> str:
     return preset
 
 
+@contextlib.contextmanager
+def _downloading(preset):
+    """Turns a failed download of a named (or kaggle://, hf://) preset into one
+    `PretrainedModelError` line: keras-hub's is a `requests` traceback, and
+    offline is the usual cause."""
+    try:
+        yield
+    except PretrainedModelError:
+        raise
+    except Exception as error:
+        if os.path.isdir(preset) or not _is_network_error(error):
+            raise
+        raise PretrainedModelError(
+            f"cannot download keras-hub preset {preset} "
+            f"({type(error).__name__}): offline? A preset directory (a "
+            "pre-training run's export/discriminator, or one downloaded "
+            "elsewhere) loads without the network"
+        ) from error
+
+
+def _is_network_error(error: BaseException) -> bool:
+    """Whether `error` (or what caused it) is a failed connection or request."""
+    while error is not None:
+        module = type(error).__module__.split(".")[0]
+        if module in ("requests", "urllib3", "kagglehub", "huggingface_hub"):
+            return True
+        if isinstance(error, (ConnectionError, TimeoutError, socket.gaierror)):
+            return True
+        if isinstance(error, urllib.error.URLError):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 def preset_architecture(preset) -> dict:
     """A keras-hub preset's backbone config (`hidden_dim`, `num_layers`, ...),
     read without building the model.
@@ -209,7 +272,8 @@ def preset_architecture(preset) -> dict:
         PretrainedModelError: a local directory that is not a preset.
     """
     preset = checked_preset(preset, weights=False, tokenizer=True)
-    return preset_utils.load_json(preset, preset_utils.CONFIG_FILE)["config"]
+    with _downloading(preset):
+        return preset_utils.load_json(preset, preset_utils.CONFIG_FILE)["config"]
 
 
 def preset_vocabulary(preset) -> Vocabulary:
@@ -222,10 +286,11 @@ def preset_vocabulary(preset) -> Vocabulary:
         PretrainedModelError: a local directory that is not a preset.
     """
     preset = checked_preset(preset, weights=False, tokenizer=True)
-    path = preset_utils.get_file(
-        preset, f"{preset_utils.TOKENIZER_ASSET_DIR}/{VOCAB_FILENAME}"
-    )
-    tokenizer = preset_utils.load_json(preset, preset_utils.TOKENIZER_CONFIG_FILE)
+    with _downloading(preset):
+        path = preset_utils.get_file(
+            preset, f"{preset_utils.TOKENIZER_ASSET_DIR}/{VOCAB_FILENAME}"
+        )
+        tokenizer = preset_utils.load_json(preset, preset_utils.TOKENIZER_CONFIG_FILE)
     return Vocabulary.from_file(path, tokenizer["config"]["lowercase"])
 
 
@@ -250,9 +315,12 @@ def load_keras_hub_preset(
     preset = checked_preset(preset, weights=load_weights, tokenizer=False)
     overrides = {} if dropout is None else {"dropout": dropout}
     try:
-        backbone = keras_hub.models.ElectraBackbone.from_preset(
-            preset, load_weights=load_weights, **overrides
-        )
+        with _downloading(preset):
+            backbone = keras_hub.models.ElectraBackbone.from_preset(
+                preset, load_weights=load_weights, **overrides
+            )
+    except PretrainedModelError:
+        raise
     except (ValueError, OSError) as error:
         raise PretrainedModelError(
             f"cannot load keras-hub preset {preset}: {error}"
@@ -284,8 +352,10 @@ def load_task_parts(
     encoder = load_keras_hub_preset(
         preset, dtype, load_weights=load_weights, dropout=encoder_dropout
     )
+    with _downloading(preset):
+        tokenizer = keras_hub.models.ElectraTokenizer.from_preset(preset)
     preprocessor = preprocessor_cls(
-        keras_hub.models.ElectraTokenizer.from_preset(preset),
+        tokenizer,
         sequence_length=sequence_length,
         **preprocessor_args,
     )

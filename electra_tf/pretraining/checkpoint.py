@@ -12,6 +12,7 @@ import json
 import os
 
 import tensorflow as tf
+from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from electra_tf.config import ConfigError, ModelConfig, PretrainingConfig
 from electra_tf.data.vocabulary import Vocabulary, VocabularyError
@@ -56,12 +57,73 @@ def restore_weights(pretrainer, path: str) -> None:
         if getattr(pretrainer, name, None) is not None
     }
     root = tf.train.Checkpoint(model=tf.train.Checkpoint(**towers))
+    # A restore stopped by a tensor of another shape leaves TensorFlow's
+    # pending restorations on the model, which warn one line per checkpoint
+    # value when collected (hundreds of lines before the error): compare the
+    # shapes first, and restore only a checkpoint whose shapes fit.
+    differing = _shapes_that_differ(root, path)
+    if differing:
+        more = f" and {len(differing) - 3} more" if len(differing) > 3 else ""
+        raise ConfigError(
+            f"--init-checkpoint {path} does not hold this model's weights: "
+            f"{'; '.join(differing[:3])}{more}"
+        )
     try:
         root.read(path).expect_partial().assert_existing_objects_matched()
     except (AssertionError, ValueError, tf.errors.NotFoundError) as error:
         raise ConfigError(
-            f"--init-checkpoint {path} does not hold this model's weights: {error}"
-        ) from error
+            f"--init-checkpoint {path} does not hold this model's weights: "
+            f"{_first_line(error)}"
+        ) from None
+
+
+def _shapes_that_differ(root, path) -> list[str]:
+    """`"<object path>: shape [..] in the checkpoint, [..] in the model"` for
+    each variable of `root` whose checkpoint value (matched through the
+    checkpoint's object graph, as a restore matches it) has another shape."""
+    try:
+        reader = tf.train.load_checkpoint(path)
+        graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    except (ValueError, tf.errors.OpError):
+        return []  # not an object-based checkpoint: the restore says what is wrong
+    shapes = reader.get_variable_to_shape_map()
+    view = tf.train.TrackableView(root)
+    differing, pending, seen = [], [(root, 0, "")], set()
+    while pending:
+        trackable, node_id, name = pending.pop()
+        if node_id in seen:
+            continue
+        seen.add(node_id)
+        node = graph.nodes[node_id]
+        # A variable (Keras' or TensorFlow's): its value's attribute.
+        for attribute in node.attributes:
+            if attribute.name != "VARIABLE_VALUE":
+                continue
+            stored = shapes.get(attribute.checkpoint_key)
+            shape = [int(d) for d in getattr(trackable, "shape", ())]
+            if stored is not None and list(stored) != shape:
+                where = getattr(trackable, "path", None) or name.lstrip("/")
+                differing.append(
+                    f"{where}: shape {list(stored)} in the checkpoint, {shape} "
+                    "in the model"
+                )
+        children = view.children(trackable)
+        for reference in node.children:
+            child = children.get(reference.local_name)
+            if child is not None:
+                pending.append(
+                    (child, reference.node_id, f"{name}/{reference.local_name}")
+                )
+    return sorted(differing)
+
+
+def _first_line(error: BaseException, limit: int = 400) -> str:
+    """The error's first line, cut to `limit` characters (TensorFlow's
+    "objects not bound" message goes on to print every variable's values)."""
+    text = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    text = text.split(" [<", 1)[0]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 @dataclasses.dataclass
@@ -128,6 +190,13 @@ def load_pretraining_checkpoint(path, config_path=None) -> PretrainingCheckpoint
         if latest is None:
             raise ConfigError(f"no checkpoint in {path}")
         path = latest
+    elif not tf.io.gfile.exists(f"{path}.index"):
+        what = "does not exist" if not tf.io.gfile.exists(path) else "is a file"
+        raise ConfigError(
+            f"no checkpoint at {path}: it {what}; pass a checkpoint prefix "
+            "(runs/x/checkpoints/ckpt-1000, beside its .index file) or a "
+            "directory of checkpoints"
+        )
     config_path = config_path or _find_config(path)
     with tf.io.gfile.GFile(config_path) as f:
         try:

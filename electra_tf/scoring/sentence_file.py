@@ -42,23 +42,87 @@ def read_sentences(path) -> list[str]:
     return [line.removesuffix("\r") for line in iter_lines(path, kind="input")]
 
 
+def load_sentence_scorer(path):
+    """The loaded `sentence_scorer` SavedModel in or under `path`.
+
+    Raises `ScoringError` if there is none, or if the SavedModel found is
+    another export (e.g. `export/saved_model`, the discriminator), naming
+    what to pass instead.
+    """
+    found = find_sentence_scorer(path)
+    scorer = tf.saved_model.load(found)
+    if hasattr(scorer, "score_sentences"):
+        return scorer
+    sibling = os.path.join(os.path.dirname(os.path.normpath(found)), "sentence_scorer")
+    hint = (
+        f"pass {sibling}, or the run's --model-dir"
+        if tf.io.gfile.exists(os.path.join(sibling, "saved_model.pb"))
+        else "pass a pre-training run's --model-dir, its export/ directory or "
+        "its export/sentence_scorer"
+    )
+    raise ScoringError(
+        f"{found} is a SavedModel but not a sentence scorer (it has no "
+        f"score_sentences): {hint}"
+    )
+
+
+def _same_file(a, b) -> bool:
+    """Whether paths `a` and `b` name one file (also via a symlink, a hard
+    link or another spelling of the path)."""
+    a, b = os.fspath(a), os.fspath(b)
+    if "://" in a or "://" in b:
+        return a.rstrip("/") == b.rstrip("/")
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist
+        return False
+
+
+def write_text_atomically(path, text: str) -> None:
+    """Writes `text` to `path` through a temporary file beside it, renamed
+    over `path` once complete: a failed write leaves no half-written file,
+    and a previous file at `path` is kept until the new one is whole.
+
+    Raises `ScoringError` naming `path` if it cannot be written.
+    """
+    path = os.fspath(path)
+    temporary = f"{path}.tmp-{os.getpid()}"
+    try:
+        with tf.io.gfile.GFile(temporary, "w") as f:
+            f.write(text)
+        tf.io.gfile.rename(temporary, path, overwrite=True)
+    except (OSError, tf.errors.OpError) as error:
+        if tf.io.gfile.exists(temporary):
+            tf.io.gfile.remove(temporary)
+        raise ScoringError(f"cannot write {path}: {error}") from error
+
+
 def score_file(scorer_path, input_path, output_path, batch_size=64) -> int:
     """Scores every line of `input_path`; writes `output_path`; returns the count.
 
     The output is a TSV with the header `score`, `token_count`, `sentence`
     and one row per input line, in order (an empty line scores 0 with 0
     tokens). Scores are `SentenceScorer` pseudo-log-likelihoods (natural log,
-    higher: more likely).
+    higher: more likely). The output is written whole or not at all
+    (`write_text_atomically`).
+
+    Raises `ScoringError` before reading anything if `output_path` is the
+    input file (by any path to it) or `batch_size` is not positive.
     """
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ScoringError(f"--batch-size must be >= 1, got {batch_size}")
+    if _same_file(input_path, output_path):
+        raise ScoringError(
+            f"--output {output_path} is the input file {input_path}: writing the "
+            "scores would overwrite the sentences; choose another --output"
+        )
     sentences = read_sentences(input_path)
-    scorer = tf.saved_model.load(find_sentence_scorer(scorer_path))
+    scorer = load_sentence_scorer(scorer_path)
     scored = score_in_batches(scorer.score_sentences, sentences, batch_size)
     rows = zip(scored["score"], scored["token_count"], sentences)
     lines = ["score\ttoken_count\tsentence\n"]
     lines += [f"{score:.6f}\t{count}\t{sentence}\n" for score, count, sentence in rows]
-    try:
-        with tf.io.gfile.GFile(os.fspath(output_path), "w") as f:
-            f.write("".join(lines))
-    except (OSError, tf.errors.OpError) as error:
-        raise ScoringError(f"cannot write {output_path}: {error}") from error
+    write_text_atomically(output_path, "".join(lines))
     return len(sentences)

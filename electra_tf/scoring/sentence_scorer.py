@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import ElectraError
+from electra_tf.export.request_checks import checked_texts
 from electra_tf.models.cloze_generator import ElectraClozeGenerator
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.generator import ElectraGenerator
@@ -120,6 +121,7 @@ class SentenceScorer(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def score_sentences(self, text):
+        (text,) = checked_texts(text=text)
         token_ids, segment_ids = self.packer(self.tokenizer(text))
         token_ids = tf.cast(token_ids, tf.int32)
         padding_mask = tf.cast(token_ids != self.tokenizer.pad_token_id, tf.int32)
@@ -150,6 +152,8 @@ def score_in_batches(score_sentences, sentences, batch_size=64) -> dict:
     `sentence_scorer` SavedModel (`tf.saved_model.load(path).score_sentences`).
     Returns `score` (float64) and `token_count` (int64), each [len(sentences)].
     """
+    if batch_size < 1:
+        raise ScoringError(f"batch_size must be >= 1, got {batch_size}")
     parts = {"score": [np.zeros([0])], "token_count": [np.zeros([0], "int64")]}
     for start in range(0, len(sentences), batch_size):
         batch = tf.constant(list(sentences[start : start + batch_size]), tf.string)

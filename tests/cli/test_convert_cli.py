@@ -191,3 +191,42 @@ def test_keras_hub_to_ours_keeps_a_learned_whitespace_token(cli, capsys, tmp_pat
     assert cli.main(argv) == 0, capsys.readouterr().err
     back = preset_vocabulary(str(back / "export" / "discriminator"))
     assert back.tokens == tokens and not back.lowercase
+
+
+def test_messages_point_at_the_real_problem_and_advice_runs(
+    cli, capsys, tiny_configs, tmp_path
+):
+    from electra_tf.conversion.convert import write_pretraining_checkpoint
+    from tests.helpers import make_pretrainer
+
+    # A missing checkpoint path (was: "no config.json next to ...").
+    missing = tmp_path / "none"
+    argv = ["electra-to-hf", "--checkpoint", str(missing)]
+    message = _error(cli, capsys, *argv, "--output", str(tmp_path / "c"))
+    assert message.startswith(f"error: no checkpoint at {missing}: it does not exist")
+    # One of our checkpoints given to the TF1 conversion (was: "comes without
+    # a vocabulary: pass --vocab vocab.txt").
+    model_config, pretraining_config = tiny_configs
+    electric = make_pretrainer(
+        model_config, pretraining_config.override(objective="electric")
+    )
+    ours = write_pretraining_checkpoint(electric, tmp_path / "electric")["checkpoint"]
+    argv = ["tf1-to-electra", "--checkpoint", ours, "--output", str(tmp_path / "d")]
+    message = _error(cli, capsys, *argv)
+    assert message.startswith(
+        f"error: {ours} is not an original (TF1) ELECTRA checkpoint: none of its "
+    )
+    assert "one of our checkpoints converts with electra-to-hf" in message
+    # An Electric run to Hugging Face: refused, and the command the refusal
+    # gives runs (was: "convert its exported discriminator", which no command
+    # takes).
+    argv = ["electra-to-hf", "--checkpoint", ours, "--output", str(tmp_path / "hf")]
+    message = _error(cli, capsys, *argv)
+    assert "electra-convert electra-to-hf --encoder-only" in message
+    assert cli.main([*argv, "--encoder-only"]) == 0
+    hf = tmp_path / "hf" / "discriminator"
+    written = json.loads((hf / "config.json").read_text())
+    assert written["architectures"] == ["ElectraModel"]
+    tensors = safetensors.numpy.load_file(hf / "model.safetensors")
+    table = electric.discriminator_encoder.token_embedding.embeddings.numpy()
+    np.testing.assert_array_equal(tensors["embeddings.word_embeddings.weight"], table)

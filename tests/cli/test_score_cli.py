@@ -2,6 +2,11 @@
 SavedModel (a tiny generator's, saved where a run's export puts it), and its
 one-line errors."""
 
+import os
+import pathlib
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -9,7 +14,7 @@ import tensorflow as tf
 import electra_tf.cli.score
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.scoring.sentence_scorer import SentenceScorer
-from tests.helpers import TINY_VOCABULARY_SIZE, make_pretrainer
+from tests.helpers import SUBPROCESS_TIMEOUT, TINY_VOCABULARY_SIZE, make_pretrainer
 
 LINES = [
     "the cat sat on the mat",
@@ -107,3 +112,75 @@ def test_bad_input_is_one_line_naming_the_problem(run, capsys, tmp_path):
         capsys, *model, "--input", str(good), "--output", str(tmp_path / "no" / "x")
     )
     assert "cannot write" in message
+
+
+def test_an_output_that_is_the_input_is_refused_and_the_input_kept(run, tmp_path):
+    # Through the console script: the same path, another spelling of it, a
+    # symlink to it, a hard link to it. Each wrote the scores over the
+    # sentences before.
+    model_dir, _ = run
+    source = tmp_path / "sentences.txt"
+    source.write_text("the cat sat\na mat\n")
+    original = source.read_bytes()
+    (tmp_path / "link.txt").symlink_to(source)
+    os.link(source, tmp_path / "hard.txt")
+    script = pathlib.Path(sys.executable).parent / "electra-score"
+    for output in (
+        source,
+        f"{tmp_path}/./sentences.txt",
+        tmp_path / "link.txt",
+        tmp_path / "hard.txt",
+    ):
+        result = subprocess.run(
+            [script, "--model-dir", str(model_dir), "--input", str(source)]
+            + ["--output", str(output)],
+            capture_output=True,
+            text=True,
+            timeout=SUBPROCESS_TIMEOUT,
+        )
+        assert result.returncode == 2, result.stderr[-2000:]
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"error: --output {output} is the input file {source}: writing the "
+            "scores would overwrite the sentences; choose another --output"
+        )
+        assert source.read_bytes() == original
+
+
+def test_flags_that_cannot_work_are_one_line(run, capsys, tmp_path):
+    model_dir, _ = run
+    good = tmp_path / "good.txt"
+    good.write_text("the cat\n")
+    output = tmp_path / "scores.tsv"
+    argv = ["--model-dir", str(model_dir), "--input", str(good)]
+    for size in ("0", "-3"):
+        message = _error(capsys, *argv, "--output", str(output), "--batch-size", size)
+        assert message == f"error: --batch-size must be >= 1, got {size}"
+    assert not output.exists()
+    # A run's export/saved_model (the discriminator) was an AttributeError.
+    other = model_dir / "export" / "saved_model"
+    tf.saved_model.save(tf.Module(), str(other))
+    message = _error(
+        capsys, "--model-dir", str(other), "--input", str(good), "--output", str(output)
+    )
+    scorer = model_dir / "export" / "sentence_scorer"
+    assert message == (
+        f"error: {other} is a SavedModel but not a sentence scorer (it has no "
+        f"score_sentences): pass {scorer}, or the run's --model-dir"
+    )
+
+
+def test_a_failed_write_keeps_the_previous_output_whole(run, tmp_path, monkeypatch):
+    model_dir, _ = run
+    source = tmp_path / "sentences.txt"
+    source.write_text("the cat sat\n")
+    output = tmp_path / "scores.tsv"
+    output.write_text("the previous scores\n")
+
+    def fail(*args, **kwargs):
+        raise tf.errors.ResourceExhaustedError(None, None, "disk full")
+
+    monkeypatch.setattr(tf.io.gfile, "rename", fail)
+    argv = ["--model-dir", str(model_dir), "--input", str(source)]
+    assert electra_tf.cli.score.main([*argv, "--output", str(output)]) == 2
+    assert output.read_text() == "the previous scores\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scores.tsv", "sentences.txt"]

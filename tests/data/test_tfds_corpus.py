@@ -17,6 +17,7 @@ from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.tfds_corpus import TfdsCorpus
 from electra_tf.data.vocabulary import BUNDLED_VOCABULARY
+from electra_tf.network import unreachable_reason as UNREACHABLE_REASON
 from electra_tf.pretraining.settings import PretrainingFlags
 
 IMDB = "tfds:imdb_reviews/plain_text:unsupervised"
@@ -131,3 +132,33 @@ def test_pretrain_corpus_flag_builds_from_tfds(mock_tfds, tmp_path, monkeypatch)
 def test_docstring_examples_run():
     result = doctest.testmod(electra_tf.data.tfds_corpus, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_an_unprepared_dataset_offline_fails_fast_saying_so(
+    mock_tfds, tmp_path, capsys, monkeypatch
+):
+    # The one connection attempt fails (no socket is opened in the test);
+    # neither the corpus reader nor fine-tuning's loader starts a download.
+    import socket
+
+    import electra_tf.network
+    from electra_tf.finetuning.files import load_tfds
+
+    def refuse(host, timeout):
+        raise socket.gaierror(-3, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(electra_tf.network.socket, "create_connection", refuse)
+    monkeypatch.setattr(electra_tf.network, "unreachable_reason", UNREACHABLE_REASON)
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("a download was started")
+
+    monkeypatch.setattr(tfds.core.DatasetBuilder, "download_and_prepare", no_download)
+    monkeypatch.setattr(tfds, "load", no_download)
+    assert _build(["--input", IMDB], tmp_path / "out") == 2
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.startswith("error: tfds dataset imdb_reviews/plain_text")
+    assert "needs downloading, but the network is unreachable" in message
+    assert "storage.googleapis.com:443" in message and "offline?" in message
+    with pytest.raises(ValueError, match="network is unreachable.*offline"):
+        load_tfds("glue/mrpc", "train", str(tmp_path / "tfds"), ValueError)

@@ -409,3 +409,67 @@ def test_docstring_examples_run():
         electra_tf.finetuning.custom_data, optionflags=doctest.ELLIPSIS
     )
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_csv_layout_problems_name_the_line_where_they_are(tmp_path):
+    # A column named twice (the second silently won), a quote left open (the
+    # error named the file's last line), a cell over the csv module's 128 KiB
+    # field limit (a csv.Error traceback naming nothing).
+    twice = write(tmp_path / "twice.csv", "text,label,text\nhello,pos,x\nbye,neg,y\n")
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(twice, twice)
+    assert str(error.value) == (
+        f"{twice}, line 1: the header names column 'text' 2 times "
+        "(['text', 'label', 'text']); each column needs its own name"
+    )
+    rows = 'text,label\nfine,pos\n"unclosed,neg\nthird,pos\nfourth,neg\nfifth,pos\n'
+    quote = write(tmp_path / "quote.csv", rows)
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(quote, quote)
+    assert str(error.value).startswith(
+        f"{quote}, line 3: a quoted field opened on line 3 runs to line 6 "
+        "(1 comma-separated fields where the header has 2); is a closing quote "
+        "missing?"
+    )
+    long_text = "word " * 40_000  # 200,000 characters in one cell
+    long = write(tmp_path / "long.csv", f'text,label\n"{long_text}",pos\nshort,neg\n')
+    _, data = load_custom_data(long, long)
+    assert data.train.texts[0][0] == long_text
+
+
+def test_labels_that_are_not_labels_are_refused_or_warned(tmp_path, caplog):
+    train = write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\n")
+    # The label column given as the text column.
+    with pytest.raises(DataFileError, match="'label' is both a text column and the"):
+        load_custom_data(train, train, text_columns=["label"])
+    # A text column given as the label column: a class per row.
+    rows = "".join(f"title {i},body {i}\n" for i in range(30))
+    swapped = write(tmp_path / "swapped.csv", "title,body\n" + rows)
+    with pytest.raises(DataFileError) as error:
+        load_custom_data(swapped, swapped, text_columns=["body"], label_column="title")
+    assert str(error.value).startswith(
+        f"{swapped}: the labels (title) are 30 different values in 30 rows"
+    )
+    assert "is 'title' a text column?" in str(error.value)
+    # Numbers and words mixed half and half: warned, not only an INFO line.
+    caplog.set_level("INFO", logger="electra_tf.finetuning.custom_data")
+    mixed = write(tmp_path / "mixed.csv", "text,label\na,0\nb,1\nc,pos\nd,neg\n")
+    load_custom_data(mixed, mixed)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"{mixed}: class(es) '0' (1 examples), '1' (1 examples) are numbers among "
+        "word classes ('neg', 'pos'); each is a class of its own: mistakes?"
+    ]
+    # Labels that differ only by the spaces around them are one class.
+    caplog.clear()
+    spaced = write(tmp_path / "spaced.csv", "text,label\na,pos\nb, pos\nc,neg \n")
+    dev = write(tmp_path / "dev.csv", "text,label\nd,pos\ne, neg\n")
+    task, data = load_custom_data(spaced, dev)
+    assert task.labels == ("neg", "pos")
+    assert data.train.labels.tolist() == [1, 1, 0]
+    assert data.dev["dev"].labels.tolist() == [1, 0]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"{spaced}: label(s) ' pos', 'neg ' have spaces around them; read without "
+        "them, as 'pos', 'neg'"
+    ]

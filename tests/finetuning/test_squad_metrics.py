@@ -268,6 +268,13 @@ def _bad(change):
             lambda d, a, p, q: p.update(context=""),
             "x.json: question q: the context is empty",
         ),
+        (
+            # Was read as true (a non-empty string): "marked unanswerable but
+            # has answers", pointing away from the string.
+            lambda d, a, p, q: q.update(is_impossible="false"),
+            "x.json: question q: is_impossible must be true or false (a JSON "
+            "boolean), not the str 'false'",
+        ),
     ],
     ids=[
         "string-article",
@@ -276,6 +283,7 @@ def _bad(change):
         "duplicate-id",
         "empty-question",
         "empty-context",
+        "string-is-impossible",
     ],
 )
 def test_bad_articles_and_questions_are_one_line_naming_them(change, message):

@@ -15,6 +15,7 @@ from electra_tf.models.keras_hub_preset import (
     keras_hub_backbone_from_encoder,
     load_keras_hub_preset,
     preset_architecture,
+    preset_vocabulary,
     save_keras_hub_preset,
 )
 from tests.helpers import TINY_VOCABULARY_SIZE, random_batch, randomize_weights
@@ -113,3 +114,49 @@ def test_broken_presets_are_named(encoder, tmp_path):
     config_path.write_text(json.dumps(config))
     with pytest.raises(PretrainedModelError, match="(?s)preset .*mismatch.*shape"):
         load_keras_hub_preset(str(tmp_path / "mismatch"))
+
+
+def test_preset_names_files_and_offline_downloads_get_one_line(
+    encoder, tmp_path, monkeypatch
+):
+    import requests
+    from keras_hub.src.utils import preset_utils
+
+    # A misspelt name (was: keras-hub's 8-line "Unknown preset identifier").
+    with pytest.raises(PretrainedModelError) as error:
+        preset_architecture("electra_smal_discriminator_uncased_en")
+    assert str(error.value) == (
+        "electra_smal_discriminator_uncased_en is neither a keras-hub preset name "
+        "nor a directory here; keras-hub's ELECTRA presets: "
+        + ", ".join(sorted(keras_hub.models.ElectraBackbone.presets))
+        + " (a pre-training run's export/discriminator directory is a preset too)"
+    )
+    assert "electra_small_discriminator_uncased_en" in str(error.value)
+    # The export's discriminator.keras beside the preset directory (was:
+    # "... it does not exist").
+    save_keras_hub_preset(encoder, Vocabulary(tuple(_vocabulary())), tmp_path / "d")
+    (tmp_path / "d.keras").write_bytes(b"PK")
+    with pytest.raises(PretrainedModelError) as error:
+        load_keras_hub_preset(tmp_path / "d.keras")
+    assert str(error.value) == (
+        f"{tmp_path}/d.keras is a file, not a keras-hub preset directory; pass "
+        f"the preset directory beside it, {tmp_path}/d"
+    )
+
+    # A real name with no network (was: a `requests` traceback). Nothing is
+    # downloaded: keras-hub's download call fails as it does offline.
+    def offline(handle, path=None):
+        raise requests.exceptions.ConnectionError(
+            "HTTPSConnectionPool(host='www.kaggle.com', port=443): Max retries"
+        )
+
+    monkeypatch.setattr(preset_utils.kagglehub, "model_download", offline)
+    name = "electra_small_discriminator_uncased_en"
+    for load in (preset_architecture, load_keras_hub_preset, preset_vocabulary):
+        with pytest.raises(PretrainedModelError) as error:
+            load(name)
+        assert str(error.value) == (
+            f"cannot download keras-hub preset {name} (ConnectionError): offline? "
+            "A preset directory (a pre-training run's export/discriminator, or one "
+            "downloaded elsewhere) loads without the network"
+        )
