@@ -6,8 +6,8 @@
 `ElectraDiscriminator` — with TensorFlow's `tf.lite.TFLiteConverter` into a
 `.tflite` flatbuffer with one signature, `predict_token_ids`, whose outputs
 are the Keras model's (a dict's keys, or `logits` for a single tensor),
-floats as float32. The batch and the length are dynamic: the interpreter resizes its
-inputs to each request.
+floats as float32. The batch and the length are dynamic: the interpreter
+resizes its inputs to each request.
 
 Quantizations (`QUANTIZATIONS`):
 
@@ -17,17 +17,19 @@ Quantizations (`QUANTIZATIONS`):
   float and are quantized on the fly inside each matrix product;
 * `full_int8`: int8 weights and int8 activations with ranges measured on a
   calibration set (`calibration`: packed inputs drawn from the training
-  file); ops without an int8 kernel stay float. Not for the question
-  answerer: its span logits carry a -10000 mask, which swamps an int8
-  range (measured: logits off by ~500).
+  file); ops without an int8 kernel stay float. Wrong for the question
+  answerer (measured on a tiny model: span logits off by ~500): its
+  logits carry a -10000 mask, which swamps an int8 range.
 
-Text goes in as token ids: LiteRT has kernels for TF Text's fast WordPiece
-tokenizer, but not for the keras-hub tokenizer and packer our models were
-trained with (the interpreter loads TF Text's kernels through
-`InterpreterWithCustomOps`, but its tokenization would then not be the one
-the model was fine-tuned on), so the tokenizer ships beside the model
-(`vocab.txt`, `export_litert`) and the caller tokenizes and packs
-`[CLS] text [SEP]` itself. Running a model needs only `ai-edge-litert`.
+Text goes in as token ids, with the tokenizer shipped beside the model
+(`vocab.txt`, `export_litert`): the caller tokenizes and packs
+`[CLS] text [SEP]` itself. Raw text in is not offered yet: our models were
+trained with keras-hub's tokenizer, whose ops have no LiteRT kernels; TF
+Text's `FastBertTokenizer` has them (`ai_edge_litert`'s
+`InterpreterWithCustomOps` with `tensorflow_text.tflite_registrar
+.SELECT_TFTEXT_OPS` loads and runs it), but that its tokens equal
+keras-hub's on every input is unchecked. Running a model needs only
+`ai-edge-litert`.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ def litert_model(
     # Through Keras' export archive, as `model.export(format="litert")`
     # does: a `tf.Module` of our own left the weights as resource variables
     # the interpreter read uninitialised (NaN outputs).
+    # The functional graph alone: tracking the task model would take its
+    # preprocessor along (a tagger's tag lookup table has no LiteRT kernel).
+    model = keras.Model(model.input, model.output)
     archive = keras.export.ExportArchive()
     archive.track(model)
     archive.add_endpoint(
