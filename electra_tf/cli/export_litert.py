@@ -4,9 +4,9 @@ Reads a `.keras` file fine-tuning or pre-training wrote (`classifier.keras`,
 `tagger.keras`, `question_answerer.keras` in a fine-tuning run's output
 directory; `export/discriminator.keras` of a pre-training run) and writes to
 --output-dir `model_<quantization>.tflite` for each --quantization and the
-tokenizer's `vocab.txt`. The models take the packed `token_ids`,
-`segment_ids` and `padding_mask` (int32 [batch, length]) and give the Keras
-model's outputs (signature `predict_token_ids`); run them with
+tokenizer's `vocab.txt` and `tokenizer_config.json`. The models take the
+packed `token_ids`, `segment_ids` and `padding_mask` (int32 [batch, length])
+and give the Keras model's outputs (signature `predict_token_ids`); run them with
 `ai_edge_litert.interpreter.Interpreter`. See `electra_tf.export.litert`.
 
 Example:
@@ -17,7 +17,10 @@ Example:
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+
+import keras_hub
 
 from electra_tf.cli import command_line
 from electra_tf.export.litert import (
@@ -26,7 +29,7 @@ from electra_tf.export.litert import (
     calibration_batches,
     export_litert,
     load_task_model,
-    model_vocabulary,
+    model_tokenizer,
 )
 
 
@@ -56,6 +59,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="vocab.txt of the model's tokenizer; needed when the model file "
         "has no preprocessor (discriminator.keras).",
     )
+    parser.add_argument(
+        "--no-lowercase",
+        action="store_true",
+        help="With --vocab: the tokenizer keeps case (default: lower-cases).",
+    )
     return parser.parse_args(argv)
 
 
@@ -63,11 +71,14 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(args) -> int:
     quantizations = args.quantization or ["float32", "dynamic_int8"]
     model = load_task_model(args.model)
-    vocabulary = model_vocabulary(model)
+    tokenizer = model_tokenizer(model)
     if args.vocab:
-        with open(args.vocab, encoding="utf-8") as f:
-            vocabulary = f.read().splitlines()
-    if vocabulary is None:
+        if not os.path.isfile(args.vocab):
+            raise LiteRTExportError(f"--vocab {args.vocab}: no such file")
+        tokenizer = keras_hub.models.ElectraTokenizer(
+            vocabulary=args.vocab, lowercase=not args.no_lowercase
+        )
+    if tokenizer is None:
         raise LiteRTExportError(f"{args.model} has no tokenizer: pass --vocab")
     calibration = None
     if "full_int8" in quantizations:
@@ -83,7 +94,7 @@ def main(args) -> int:
             raise LiteRTExportError(f"{args.calibration_file}: no sentences")
         calibration = calibration_batches(model.preprocessor, sentences)
     paths = export_litert(
-        model, args.output_dir, vocabulary, quantizations, calibration=calibration
+        model, args.output_dir, tokenizer, quantizations, calibration=calibration
     )
     for name, path in paths.items():
         print(f"{name}: {path}")

@@ -22,7 +22,8 @@ Quantizations (`QUANTIZATIONS`):
   logits carry a -10000 mask, which swamps an int8 range.
 
 Text goes in as token ids, with the tokenizer shipped beside the model
-(`vocab.txt`, `export_litert`): the caller tokenizes and packs
+(`vocab.txt` and `tokenizer_config.json`, `export_litert`): the caller
+tokenizes and packs
 `[CLS] text [SEP]` itself. Raw text in is not offered yet: our models were
 trained with keras-hub's tokenizer, whose ops have no LiteRT kernels; TF
 Text's `FastBertTokenizer` has them (`ai_edge_litert`'s
@@ -34,9 +35,10 @@ keras-hub's on every input is unchecked. Running a model needs only
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import keras
 import tensorflow as tf
@@ -169,27 +171,31 @@ def load_task_model(path: str):
     return model
 
 
-def model_vocabulary(model) -> list[str] | None:
-    """The WordPiece vocabulary of the model's preprocessor, or None."""
+def model_tokenizer(model):
+    """The keras-hub tokenizer of the model's preprocessor, or None."""
     preprocessor = getattr(model, "preprocessor", None)
-    if preprocessor is None:
-        return None
-    return list(preprocessor.tokenizer.get_vocabulary())
+    return None if preprocessor is None else preprocessor.tokenizer
 
 
 def export_litert(
     model,
     export_dir: str,
-    vocabulary: Sequence[str],
+    tokenizer,
     quantizations: Iterable[str] = ("float32", "dynamic_int8"),
     calibration: Iterable[dict] | None = None,
 ) -> dict[str, str]:
     """Writes `model_<quantization>.tflite` for each quantization and the
-    tokenizer's `vocab.txt` (one token a line, in id order) to `export_dir`;
-    returns the paths by name (`vocab` and each quantization)."""
+    tokenizer beside them: `vocab.txt` (one token a line, in id order) and
+    `tokenizer_config.json` (`{"lowercase": ...}`), what
+    `keras_hub.models.ElectraTokenizer(vocabulary=..., lowercase=...)` takes.
+    `tokenizer`: the keras-hub tokenizer the model was trained with. Returns
+    the paths by name (`vocab`, `tokenizer_config` and each quantization)."""
     quantizations = list(quantizations)
     tf.io.gfile.makedirs(export_dir)
-    paths = {"vocab": os.path.join(export_dir, "vocab.txt")}
+    paths = {
+        "vocab": os.path.join(export_dir, "vocab.txt"),
+        "tokenizer_config": os.path.join(export_dir, "tokenizer_config.json"),
+    }
     for quantization in quantizations:
         flatbuffer = litert_model(
             model,
@@ -201,5 +207,7 @@ def export_litert(
             f.write(flatbuffer)
         paths[quantization] = path
     with tf.io.gfile.GFile(paths["vocab"], "w") as f:
-        f.write("".join(f"{token}\n" for token in vocabulary))
+        f.write("".join(f"{token}\n" for token in tokenizer.get_vocabulary()))
+    with tf.io.gfile.GFile(paths["tokenizer_config"], "w") as f:
+        f.write(json.dumps({"lowercase": bool(tokenizer.lowercase)}) + "\n")
     return paths

@@ -156,15 +156,21 @@ def test_question_answerer_and_discriminator_float32():
 
 # The serving snippet of the docs, as written there (it runs in `litert_dir`).
 SNIPPET = """
+import json
+
 import numpy as np
 import keras_hub
 from ai_edge_litert.interpreter import Interpreter
 
-tokenizer = keras_hub.models.ElectraTokenizer(vocabulary="litert/vocab.txt")
+with open("litert/tokenizer_config.json") as f:
+    lowercase = json.load(f)["lowercase"]
+tokenizer = keras_hub.models.ElectraTokenizer(
+    vocabulary="litert/vocab.txt", lowercase=lowercase
+)
 model = Interpreter(model_path="litert/model_dynamic_int8.tflite")
 predict = model.get_signature_runner("predict_token_ids")
 
-sentences = ["a gripping, beautifully acted film", "dull and far too long"]
+sentences = ["A gripping, beautifully acted film", "Dull and far too long"]
 max_length = 128  # the --max-seq-length the model was fine-tuned with
 rows = [
     [tokenizer.cls_token_id] + ids[: max_length - 2] + [tokenizer.sep_token_id]
@@ -184,7 +190,7 @@ print(logits.argmax(-1))  # the label ids
 
 
 def test_cli_export_and_serving_snippet(tmp_path, monkeypatch, classifier, capsys):
-    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(VOCAB))
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(VOCAB), lowercase=True)
     preprocessor = ElectraTextClassifierPreprocessor(
         tokenizer, sequence_length=SEQUENCE_LENGTH
     )
@@ -213,7 +219,7 @@ def test_cli_export_and_serving_snippet(tmp_path, monkeypatch, classifier, capsy
     scope = {}
     exec(SNIPPET, scope)
     expected = model.predict(
-        ["a gripping, beautifully acted film", "dull and far too long"], verbose=0
+        ["A gripping, beautifully acted film", "Dull and far too long"], verbose=0
     )
     np.testing.assert_array_equal(
         scope["logits"].argmax(-1), np.asarray(expected).argmax(-1)
