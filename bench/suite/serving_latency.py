@@ -21,7 +21,8 @@ is measured sentence by sentence; throughput on batches of `--batch-size`.
 With `--classifier PATH.keras` (a fine-tuned classifier, e.g. fine-tuning's
 `classifier.keras`), the compact-serving comparison instead: the same
 weights as our float32 raw-text SavedModel (`saved_model`), LiteRT float32
-and dynamic-range int8 (`electra_tf.export.litert`, run with
+and dynamic-range int8 and full-integer int8 (calibrated on
+`--calibration-tsv`) (`electra_tf.export.litert`, run with
 `ai_edge_litert`; the keras-hub tokenizer and numpy packing in Python), and
 the peer as `transformers.ElectraForSequenceClassification` float32 and
 `torch.ao.quantization.quantize_dynamic` int8 (the encoder converted through
@@ -64,6 +65,7 @@ COMPACT_SERVERS = (
     "saved_model",
     "litert_float32",
     "litert_int8",
+    "litert_full_int8",
     "torch_float32",
     "torch_int8",
 )
@@ -95,6 +97,12 @@ def parse_args(argv=None):
     )
     parser.add_argument(
         "--test-tsv", help="With --classifier: `sentence` and `label` columns."
+    )
+    parser.add_argument(
+        "--calibration-tsv",
+        help="With --classifier: sentences (a `sentence` column) whose first 32 "
+        "calibrate the full-integer LiteRT model; default: the bundled "
+        "rt_polarity training excerpt.",
     )
     parser.add_argument(
         "--core", type=int, default=1, help="With --classifier: the core to pin to."
@@ -208,7 +216,11 @@ def compact_predict(name: str, export_dir: str, max_seq_length: int):
             vocabulary=str(directory / "litert" / "vocab.txt"),
             lowercase=config["lowercase"],
         )
-        quantization = "float32" if name == "litert_float32" else "dynamic_int8"
+        quantization = {
+            "litert_float32": "float32",
+            "litert_int8": "dynamic_int8",
+            "litert_full_int8": "full_int8",
+        }[name]
         model = Interpreter(
             model_path=str(directory / "litert" / f"model_{quantization}.tflite"),
             num_threads=1,
@@ -389,16 +401,24 @@ def _percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def export_compact(classifier_path: str, export_dir: str) -> dict:
+def export_compact(
+    classifier_path: str, export_dir: str, calibration_tsv: str | None = None
+) -> dict:
     """The classifier's SavedModel, LiteRT models and Hugging Face copy in
-    `export_dir`; their sizes on disk in bytes."""
+    `export_dir`; their sizes on disk in bytes. The full-integer LiteRT
+    model is calibrated on the first 32 sentences of `calibration_tsv`
+    (default: the bundled rt_polarity training excerpt)."""
     import keras
     import numpy as np
 
     from electra_tf.conversion.hf import save_hf_encoder
     from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.export.classifier import export_text_classifier
-    from electra_tf.export.litert import export_litert, model_tokenizer
+    from electra_tf.export.litert import (
+        calibration_batches,
+        export_litert,
+        model_tokenizer,
+    )
 
     directory = pathlib.Path(export_dir)
     classifier = keras.models.load_model(classifier_path, compile=False)
@@ -409,7 +429,16 @@ def export_compact(classifier_path: str, export_dir: str) -> dict:
         label_names=("negative", "positive"),
     )
     tokenizer = model_tokenizer(classifier)
-    export_litert(classifier, str(directory / "litert"), tokenizer)
+    calibration = read_sentences(
+        calibration_tsv or str(ASSETS / "tasks" / "rt_polarity" / "train.tsv")
+    )
+    export_litert(
+        classifier,
+        str(directory / "litert"),
+        tokenizer,
+        quantizations=("float32", "dynamic_int8", "full_int8"),
+        calibration=calibration_batches(classifier.preprocessor, calibration),
+    )
     save_hf_encoder(
         classifier.backbone,
         directory / "hf",
@@ -431,6 +460,7 @@ def export_compact(classifier_path: str, export_dir: str) -> dict:
         "saved_model": size(directory / "saved_model"),
         "litert_float32": size(directory / "litert" / "model_float32.tflite"),
         "litert_int8": size(directory / "litert" / "model_dynamic_int8.tflite"),
+        "litert_full_int8": size(directory / "litert" / "model_full_int8.tflite"),
     }
     # The peer's weights as torch saves them (float32, and after quantize_dynamic).
     import torch
@@ -450,7 +480,7 @@ def compact_main(args):
     """The compact-serving comparison (`--classifier`)."""
     sentences = read_sentences(args.tsv)
     with tempfile.TemporaryDirectory() as export_dir:
-        sizes = export_compact(args.classifier, export_dir)
+        sizes = export_compact(args.classifier, export_dir, args.calibration_tsv)
         servers = {name: Server(name, args, export_dir) for name in COMPACT_SERVERS}
         try:
             scores = {name: s.score(args.test_tsv) for name, s in servers.items()}
