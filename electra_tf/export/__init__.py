@@ -6,6 +6,8 @@
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
 * `token_classifier`: a fine-tuned tagger's: text in, words, tags and offsets out.
+* `litert`: any task model or the discriminator as LiteRT (`.tflite`) models,
+  float32 or int8, on token ids (`electra-export-litert`).
 * `saved_model`: `save_saved_model`, which every SavedModel above is saved
   with (TensorFlow's notices about renamed inputs left out).
 """
