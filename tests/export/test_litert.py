@@ -134,6 +134,8 @@ def test_full_int8_needs_calibration_and_keeps_labels(classifier):
     )
 
 
+# About a minute on a loaded 2-core machine (two conversions and a save).
+@pytest.mark.slow
 def test_question_answerer_and_discriminator_float32():
     x = batch()
     answerer = randomized(
@@ -189,6 +191,8 @@ print(logits.argmax(-1))  # the label ids
 """
 
 
+# About a minute on a loaded 2-core machine (two conversions and a save).
+@pytest.mark.slow
 def test_cli_export_and_serving_snippet(tmp_path, monkeypatch, classifier, capsys):
     tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(VOCAB), lowercase=True)
     preprocessor = ElectraTextClassifierPreprocessor(
