@@ -9,6 +9,8 @@
 * `request_checks`: the in-graph checks of a request's shapes that every
   signature above runs first (a bad request: `InvalidArgumentError` naming
   the input, never a crash).
+* `litert`: any task model or the discriminator as LiteRT (`.tflite`) models,
+  float32 or int8, on token ids (`electra-export-litert`).
 * `saved_model`: `save_saved_model`, which every SavedModel above is saved
   with (TensorFlow's notices about renamed inputs left out).
 """

@@ -82,25 +82,29 @@ class SpanHead(keras.layers.Layer):
 
     def _end_logits(self, hidden, start_index, answer_mask):
         """End logits [B, K, L] for starts `start_index` [B, K]."""
-        width = tf.shape(hidden)[-1]
+        # Static where known, and no `None`/`...` indexing below: LiteRT's
+        # builtin StridedSlice takes neither a new axis nor an ellipsis
+        # (electra_tf.export.litert).
+        width = hidden.shape[-1] or tf.shape(hidden)[-1]
         kernel = tf.cast(self.end_hidden.kernel, hidden.dtype)
         bias = tf.cast(self.end_hidden.bias, hidden.dtype)
         start_states = tf.gather(hidden, start_index, batch_dims=1)  # [B, K, H]
         from_start = tf.matmul(start_states, kernel[:width])  # [B, K, 512]
         from_end = tf.matmul(hidden, kernel[width:]) + bias  # [B, L, 512]
         x = keras.activations.gelu(
-            from_start[:, :, None, :] + from_end[:, None, :, :], approximate=False
+            tf.expand_dims(from_start, 2) + tf.expand_dims(from_end, 1),
+            approximate=False,
         )
-        logits = tf.cast(self.end_dense(x)[..., 0], "float32")  # [B, K, L]
-        return logits + _MASKED * (1.0 - answer_mask[:, None, :])
+        logits = tf.cast(tf.squeeze(self.end_dense(x), -1), "float32")  # [B, K, L]
+        return logits + _MASKED * (1.0 - tf.expand_dims(answer_mask, 1))
 
     def call(
         self, hidden, segment_ids, padding_mask, start_positions=None, training=None
     ):
         length = tf.shape(hidden)[1]
         answer_mask = tf.cast(padding_mask, "float32") * tf.cast(segment_ids, "float32")
-        answer_mask = tf.maximum(answer_mask, tf.one_hot(0, length)[None, :])
-        start_logits = tf.cast(self.start_dense(hidden)[..., 0], "float32")
+        answer_mask = tf.maximum(answer_mask, tf.expand_dims(tf.one_hot(0, length), 0))
+        start_logits = tf.cast(tf.squeeze(self.start_dense(hidden), -1), "float32")
         start_logits += _MASKED * (1.0 - answer_mask)
 
         def beam():
@@ -127,7 +131,7 @@ class SpanHead(keras.layers.Layer):
         }
         if self.answerable:
             start_p = tf.cast(tf.nn.softmax(start_logits), hidden.dtype)
-            weighted = tf.reduce_sum(start_p[:, :, None] * hidden, axis=1)
+            weighted = tf.reduce_sum(tf.expand_dims(start_p, -1) * hidden, axis=1)
             features = tf.concat([hidden[:, 0], weighted], axis=-1)
             logit = self.no_answer_dense(self.no_answer_hidden(features))[:, 0]
             outputs["no_answer_logit"] = tf.cast(logit, "float32")

@@ -21,7 +21,9 @@ from electra_tf.models.text_classifier_preprocessor import (
 
 def masked_mean(sequence, padding_mask):
     """Mean over the positions where `padding_mask` is true: [batch, hidden]."""
-    weights = keras.ops.cast(padding_mask, sequence.dtype)[:, :, None]
+    # expand_dims, not `[:, :, None]`: LiteRT's builtin StridedSlice takes
+    # no new axis (electra_tf.export.litert).
+    weights = keras.ops.expand_dims(keras.ops.cast(padding_mask, sequence.dtype), -1)
     return keras.ops.sum(sequence * weights, axis=1) / keras.ops.maximum(
         keras.ops.sum(weights, axis=1), 1.0
     )

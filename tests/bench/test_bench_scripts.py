@@ -19,7 +19,9 @@ REPO = pathlib.Path(__file__).parents[2]
     "module, flags",
     [
         ("suite.pretrain_throughput", ["--implementations", "--memory-batch-size"]),
-        ("suite.serving_latency", ["--batch-size", "--tsv"]),
+        ("suite.serving_latency", ["--batch-size", "--tsv", "--classifier", "--core"]),
+        ("suite.litert_tagging", ["--tagger", "--test-conll"]),
+        ("suite.keras_int8", ["--classifier", "--core"]),
         ("suite.step_time", ["--variants", "uniform_generator"]),
         ("suite.data_throughput", ["--processes"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
@@ -226,6 +228,55 @@ def test_serving_latency_servers_answer(elsewhere):
         for server in servers:
             server.stop()
     assert [s.process.process.returncode for s in servers] == [0, 0]
+
+
+@pytest.mark.slow
+def test_serving_latency_compact_servers_answer_and_score(elsewhere):
+    pytest.importorskip("torch")
+    pytest.importorskip("ai_edge_litert")
+    import keras
+    import keras_hub
+
+    from bench.suite import serving_latency as bench
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.text_classifier import ElectraTextClassifier
+    from electra_tf.models.text_classifier_preprocessor import (
+        ElectraTextClassifierPreprocessor,
+    )
+    from electra_tf.presets import get_preset
+
+    keras.utils.set_random_seed(0)
+    vocab = REPO / "electra_tf" / "assets" / "vocab.txt"
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(vocab), lowercase=True)
+    config = get_preset("tiny").model.override(
+        vocabulary_size=30522, max_sequence_length=16
+    )
+    classifier = ElectraTextClassifier(
+        ElectraEncoder.discriminator_from_config(config),
+        num_classes=2,
+        preprocessor=ElectraTextClassifierPreprocessor(tokenizer, sequence_length=16),
+        pooling="mean",
+    )
+    classifier.save(elsewhere / "classifier.keras")
+    test = elsewhere / "test.tsv"
+    test.write_text("sentence\tlabel\nA fine, funny film .\t1\ndull\t0\nOK\t1\n")
+    export_dir = elsewhere / "export"
+    sizes = bench.export_compact(str(elsewhere / "classifier.keras"), str(export_dir))
+    assert sizes["litert_int8"] < sizes["litert_float32"]
+    args = bench.parse_args(["--max-seq-length", "16", "--core", "0"])
+    servers = [
+        bench.Server(name, args, str(export_dir)) for name in bench.COMPACT_SERVERS
+    ]
+    try:
+        scores = {server.name: server.score(str(test)) for server in servers}
+        for server in servers:
+            assert server.seconds(["a fine, funny film ."]) > 0, server.name
+    finally:
+        for server in servers:
+            server.stop()
+    assert all(score in (0, 1 / 3, 2 / 3, 1) for score in scores.values()), scores
+    # The same weights and tokens: the same labels in float32.
+    assert scores["litert_float32"] == scores["saved_model"] == scores["torch_float32"]
 
 
 def test_every_worker_starts_and_a_dead_one_shows_its_stderr(elsewhere):

@@ -76,6 +76,7 @@ def test_the_wheel_installs_and_runs_the_demo(tmp_path):
         "electra-finetune",
         "electra-finetune-demo",
         "electra-score",
+        "electra-export-litert",
     )
     for script in scripts:
         assert "usage:" in _run([venv / "bin" / script, "--help"], outside).stdout

@@ -1,0 +1,105 @@
+"""Export a fine-tuned model as LiteRT: `electra-export-litert MODEL.keras`.
+
+Reads a `.keras` file fine-tuning or pre-training wrote (`classifier.keras`,
+`tagger.keras`, `question_answerer.keras` in a fine-tuning run's output
+directory; `export/discriminator.keras` of a pre-training run) and writes to
+--output-dir `model_<quantization>.tflite` for each --quantization and the
+tokenizer's `vocab.txt` and `tokenizer_config.json`. The models take the
+packed `token_ids`, `segment_ids` and `padding_mask` (int32 [batch, length])
+and give the Keras model's outputs (signature `predict_token_ids`); run them with
+`ai_edge_litert.interpreter.Interpreter`. See `electra_tf.export.litert`.
+
+Example:
+  electra-export-litert runs/finetune/sst2/classifier.keras \\
+      --output-dir runs/finetune/sst2/litert
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import keras_hub
+
+from electra_tf.cli import command_line
+from electra_tf.export.litert import (
+    QUANTIZATIONS,
+    LiteRTExportError,
+    calibration_batches,
+    export_litert,
+    load_task_model,
+    model_tokenizer,
+)
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="electra-export-litert",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("model", help="The .keras file to export.")
+    parser.add_argument("--output-dir", required=True, help="Directory to write.")
+    parser.add_argument(
+        "--quantization",
+        action="append",
+        choices=QUANTIZATIONS,
+        help="float32, dynamic_int8 (int8 weights) or full_int8 (int8 weights "
+        "and activations; needs --calibration-file). Repeat for several; "
+        "default: float32 and dynamic_int8.",
+    )
+    parser.add_argument(
+        "--calibration-file",
+        help="full_int8: UTF-8 text, one example sentence a line (e.g. the "
+        "training file's text column); the first 32 lines calibrate.",
+    )
+    parser.add_argument(
+        "--vocab",
+        help="vocab.txt of the model's tokenizer; needed when the model file "
+        "has no preprocessor (discriminator.keras).",
+    )
+    parser.add_argument(
+        "--no-lowercase",
+        action="store_true",
+        help="With --vocab: the tokenizer keeps case (default: lower-cases).",
+    )
+    return parser.parse_args(argv)
+
+
+@command_line(parse_args)
+def main(args) -> int:
+    quantizations = args.quantization or ["float32", "dynamic_int8"]
+    model = load_task_model(args.model)
+    tokenizer = model_tokenizer(model)
+    if args.vocab:
+        if not os.path.isfile(args.vocab):
+            raise LiteRTExportError(f"--vocab {args.vocab}: no such file")
+        tokenizer = keras_hub.models.ElectraTokenizer(
+            vocabulary=args.vocab, lowercase=not args.no_lowercase
+        )
+    if tokenizer is None:
+        raise LiteRTExportError(f"{args.model} has no tokenizer: pass --vocab")
+    calibration = None
+    if "full_int8" in quantizations:
+        if not args.calibration_file:
+            raise LiteRTExportError("full_int8 needs --calibration-file")
+        if getattr(model, "preprocessor", None) is None:
+            raise LiteRTExportError(
+                f"{args.model} has no preprocessor to tokenize --calibration-file"
+            )
+        with open(args.calibration_file, encoding="utf-8") as f:
+            sentences = [line for line in f.read().splitlines() if line.strip()]
+        if not sentences:
+            raise LiteRTExportError(f"{args.calibration_file}: no sentences")
+        calibration = calibration_batches(model.preprocessor, sentences)
+    paths = export_litert(
+        model, args.output_dir, tokenizer, quantizations, calibration=calibration
+    )
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
