@@ -21,7 +21,6 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.pretrain_throughput", ["--implementations", "--memory-batch-size"]),
         ("suite.serving_latency", ["--batch-size", "--tsv", "--classifier", "--core"]),
         ("suite.litert_tagging", ["--tagger", "--test-conll"]),
-        ("suite.keras_int8", ["--classifier", "--core"]),
         ("suite.step_time", ["--variants", "uniform_generator"]),
         ("suite.data_throughput", ["--processes"]),
         ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
