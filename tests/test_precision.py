@@ -187,3 +187,42 @@ def test_finetuning_auto_reaches_the_config_and_the_log(
         assert Resolved(config.precision, config.jit_compile) == expected
         assert given["task"].settings()["precision"] == expected.precision
     assert f"precision {expected.precision} (--precision auto), XLA off" in caplog.text
+
+
+def test_a_keras_hub_export_of_a_bfloat16_encoder_is_float32(tmp_path):
+    """The preset pre-training exports (what fine-tuning and keras-hub users
+    load) records float32, whatever policy the encoder trained under."""
+    import json
+
+    import keras
+
+    from electra_tf.config import ModelConfig
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.keras_hub_preset import (
+        load_keras_hub_preset,
+        save_keras_hub_preset,
+    )
+
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "demo_vocab.txt")
+    config = ModelConfig(
+        vocabulary_size=vocabulary.size,
+        num_layers=1,
+        hidden_dim=16,
+        embedding_dim=16,
+        num_heads=2,
+        intermediate_dim=32,
+        max_sequence_length=32,
+    )
+    previous = keras.mixed_precision.global_policy()
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    try:
+        encoder = ElectraEncoder.discriminator_from_config(config)
+        assert encoder.dtype_policy.name == "mixed_bfloat16"
+        save_keras_hub_preset(encoder, vocabulary, tmp_path / "preset")
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
+    stored = json.loads((tmp_path / "preset" / "config.json").read_text())
+    assert stored["config"]["dtype"]["config"]["name"] == "float32"
+    loaded = load_keras_hub_preset(str(tmp_path / "preset"))
+    assert loaded.dtype_policy.name == "float32"
