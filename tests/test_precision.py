@@ -196,24 +196,14 @@ def test_a_keras_hub_export_of_a_bfloat16_encoder_is_float32(tmp_path):
 
     import keras
 
-    from electra_tf.config import ModelConfig
-    from electra_tf.data.vocabulary import Vocabulary
     from electra_tf.models.encoder import ElectraEncoder
     from electra_tf.models.keras_hub_preset import (
         load_keras_hub_preset,
         save_keras_hub_preset,
     )
+    from tests.finetuning.test_task_kinds import START
 
-    vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "demo_vocab.txt")
-    config = ModelConfig(
-        vocabulary_size=vocabulary.size,
-        num_layers=1,
-        hidden_dim=16,
-        embedding_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
-        max_sequence_length=32,
-    )
+    config, vocabulary = START.model_config, START.vocabulary
     previous = keras.mixed_precision.global_policy()
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     try:

@@ -84,7 +84,7 @@ import sys
 import time
 
 from bench.result_file import write_result
-from bench.suite.pretrain_throughput import BENCH_PRECISIONS
+from bench.suite.pretrain_throughput import BENCH_PRECISIONS, peaks_by_precision
 from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -745,21 +745,7 @@ def measure_task(task: str, names, args) -> dict:
             warmup[name] = worker.ask("warmup")["wall"]
             print(f"{task}: {name} warm-up {warmup[name]:.0f} s", flush=True)
         for round_index in range(args.rounds):
-            measured = {name: worker.ask("peak") for name, worker in workers.items()}
-            # Per implementation: the best peak of the workers at its precision.
-            peaks.append(
-                {
-                    name: {
-                        key: max(
-                            m[key]
-                            for other, m in measured.items()
-                            if workers[other].precision == workers[name].precision
-                        )
-                        for key in measured[name]
-                    }
-                    for name in names
-                }
-            )
+            peaks.append(peaks_by_precision(workers))
             for name, worker in workers.items():
                 timing = worker.ask("steps")
                 for key in ("wall", "cpu", "positions"):

@@ -223,6 +223,23 @@ def resolved_precision(precision: str, jit: str = "auto", on_cpu: bool = True):
     )
 
 
+def peaks_by_precision(workers: dict) -> dict:
+    """Asks every worker (with a `precision`) for its matmul peak; returns per
+    worker name the best peak among the workers at its precision."""
+    measured = {name: worker.ask("peak") for name, worker in workers.items()}
+    return {
+        name: {
+            key: max(
+                m[key]
+                for other, m in measured.items()
+                if workers[other].precision == worker.precision
+            )
+            for key in measured[name]
+        }
+        for name, worker in workers.items()
+    }
+
+
 def precision_of(name: str, args) -> str:
     """Implementation `name`'s precision, resolved on this machine: the
     peer's `--peer-precision` (default `--precision`), ours `--precision`."""
@@ -436,19 +453,7 @@ def measure_throughput(args, names, batches_file) -> tuple[dict, list]:
     peaks = []
     try:
         for round_index in range(args.warmup_rounds + args.rounds):
-            measured = {name: worker.ask("peak") for name, worker in workers.items()}
-            # Per implementation: the best peak of the workers at its precision.
-            peak = {
-                name: {
-                    key: max(
-                        m[key]
-                        for other, m in measured.items()
-                        if workers[other].precision == workers[name].precision
-                    )
-                    for key in measured[name]
-                }
-                for name in names
-            }
+            peak = peaks_by_precision(workers)
             for name, worker in workers.items():
                 timing = worker.ask("steps")
                 if round_index >= args.warmup_rounds:
