@@ -10,10 +10,11 @@ place because the fastest XLA choice depends on the precision:
   so a CPU without native bfloat16 keeps exactly today's settings.
 * `auto` XLA on a CPU under bfloat16 is off (graph mode): TensorFlow's graph
   mode sends bfloat16 matmuls to oneDNN, XLA's CPU backend does not. Measured
-  on an AMD EPYC with `avx512_bf16` (one thread, 4096x256 @ 256x1024):
-  float32 84 GFLOP/s graph, 85 XLA; bfloat16 189 graph, 75 XLA; the `small`
-  pre-training step 3.05 s in graph mode with bfloat16 against 4.22 s under
-  XLA with float32 (`bench.suite.step_time`; BENCHMARKS.md section 3).
+  on an AMD EPYC with `avx512_bf16` (one thread, 4096x256 @ 256x1024,
+  `bench.suite.matmul_peak`): bfloat16 1.9x float32 in graph mode, 0.98x
+  under XLA; issue 50's run of `bench.suite.step_time` (`small` pre-training
+  step, loaded machine): 3.05 s in graph mode with bfloat16 against 4.22 s
+  under XLA with float32.
   Otherwise `auto` XLA is `electra_tf.distribution.resolve_jit_compile`'s.
 * `mixed_float16` on a CPU is refused: float16 loss scaling there skips every
   update (issue 49: a run ended at step 0 and exported an untrained model).
