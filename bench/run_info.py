@@ -47,6 +47,13 @@ def machine(cpuinfo="/proc/cpuinfo", meminfo="/proc/meminfo") -> str:
     return f"{model}{vectors}, {os.cpu_count()} cores{memory}"
 
 
+def cpu_flags() -> dict[str, bool]:
+    """`electra_tf.precision.ISA_FLAGS`, each present (True) or not on this CPU."""
+    from electra_tf.precision import isa_flags
+
+    return isa_flags()
+
+
 def versions() -> dict:
     """Versions of the packages already imported (importing none)."""
     found = {}
@@ -81,5 +88,8 @@ def run_info(script: str) -> dict:
         "commit": commit(),
         "date": datetime.date.today().isoformat(),
         "machine": machine(),
+        # The CPU flags that decide matmul speed (bfloat16 is native with
+        # avx512_bf16 or amx_bf16).
+        "cpu_flags": cpu_flags(),
         "versions": versions(),
     }

@@ -502,6 +502,10 @@ class FinetuningConfig(Config):
     # Compile train and eval steps with XLA (worth it on GPUs and TPUs; on
     # CPUs Keras' dropout under XLA is slow).
     jit_compile: bool = False
+    # Keras dtype policy of training: "float32", "mixed_bfloat16" or
+    # "mixed_float16" (`--precision auto` is resolved before this config,
+    # see `electra_tf.precision`). Exports keep float32 weights and outputs.
+    precision: str = "float32"
 
     def __post_init__(self):
         if self.learning_rate <= 0.0:
@@ -521,6 +525,7 @@ class FinetuningConfig(Config):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
         self._check_choice("pooling", POOLINGS)
+        self._check_choice("precision", PRECISIONS)
 
 
 def parse_hparams(hparams: str | dict, flag: str = "--hparams") -> dict[str, Any]:

@@ -38,7 +38,11 @@ Every variant lives in this one process, on one thread pinned to one CPU
 machine's drift hits all of them; CPU seconds per step are the steadier
 figure there. MFU: the encoder's executed FLOPs (forward x 3) at the
 batches' shape over the round's one-thread matmul peak per CPU-second.
-Writes `--output` (JSON with the command, date, machine and load).
+`--precision` (float32, mixed_bfloat16, or auto: as fine-tuning resolves it
+on this machine) is the Keras dtype policy every variant's model is built
+under; the matmul peak is then of that precision (bfloat16 for
+mixed_bfloat16).
+Writes `--output` (JSON with the command, date, machine, CPU flags and load).
 """
 
 from __future__ import annotations
@@ -104,6 +108,12 @@ def parse_args(argv=None):
         "seconds a step for its first few).",
     )
     parser.add_argument("--steps-per-execution", type=int, default=8)
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=("float32", "mixed_bfloat16", "auto"),
+        help="Keras dtype policy of the models (auto: as fine-tuning resolves it).",
+    )
     parser.add_argument(
         "--core", type=int, default=None, help="CPU to pin to (-1: none)."
     )
@@ -379,7 +389,7 @@ def measure_task(task, args, variants):
     timings = {v: {"wall": [], "cpu": []} for v in variants}
     peaks = []
     for round_index in range(args.rounds):
-        peaks.append(tensorflow_peak())
+        peaks.append(tensorflow_peak(args.precision))
         for variant, (step, iterator, per_call, _) in steps.items():
             calls = max(args.steps // per_call, 1)
             start, cpu = time.perf_counter(), time.process_time()
@@ -459,10 +469,16 @@ def main(argv=None):
         raise SystemExit(f"error: unknown {sorted(unknown)}")
 
     from bench.run_info import run_info
+    from bench.suite.pretrain_throughput import resolved_precision
     from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.distribution import set_precision
 
+    # The variants set XLA themselves; the policy holds for every model.
+    args.precision = resolved_precision(args.precision, on_cpu=False).precision
+    set_precision(args.precision)
     vocabulary = Vocabulary.from_file(args.vocab)
     report = {
+        "precision": args.precision,
         **run_info(__file__),
         "preset": args.preset,
         "batch_size": args.batch_size,

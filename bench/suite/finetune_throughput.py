@@ -43,14 +43,25 @@ is an epoch's examples at the timed positions per second, and its ratio
 `epoch_vs_transformers` splits into the work a step does and the speed it
 does it at.
 
+Precision: `--precision` (float32, mixed_bfloat16 or auto, resolved as
+fine-tuning resolves it on this machine, `electra_tf.precision`) for every
+implementation, or per implementation with a suffix: `ours@mixed_bfloat16`,
+`transformers@float32`. Ours trains under that Keras dtype policy (with the
+XLA choice `--jit` makes for it); the peer's forward and backward run under
+`torch.autocast("cpu", dtype=torch.bfloat16)` for mixed_bfloat16. So one run
+can time ours and the peer at both precisions, alternating
+(`vs_transformers`: against the plain `transformers` row;
+`vs_transformers_same_precision`: against the peer row of the same precision).
+
 To compare per core, every worker runs on one thread (TensorFlow's intra-
 and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
 CPU (`--core`), and the workers take turns: `--warmup-steps` each (tracing,
 XLA compilation), then `--rounds` rounds of `--steps` timed steps each, so
 load drifts of a shared machine hit all of them. Per round each worker
-first measures a one-thread float32 matmul peak as `pretrain_throughput`
-does (the best single call of 1024^2 and 2048^2 matmuls, and GFLOP per
-CPU-second).
+first measures a one-thread matmul peak at its precision as
+`pretrain_throughput` does (the best single call of 1024^2 and 2048^2
+matmuls, and GFLOP per CPU-second); an implementation's MFU is against the
+best peak of the workers at its precision.
 
 MFU counts the FLOPs a step executes, the same for every implementation:
 the encoder's forward (`electra_tf.pretraining.flops`, sparse embedding
@@ -64,6 +75,7 @@ Writes `--output` (JSON with the command, date and machine).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -72,6 +84,7 @@ import sys
 import time
 
 from bench.result_file import write_result
+from bench.suite.pretrain_throughput import BENCH_PRECISIONS, peaks_by_precision
 from bench.worker_process import WorkerDied, WorkerProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
@@ -107,6 +120,12 @@ def parse_args(argv=None):
         default="auto",
         choices=("auto", "on", "off"),
         help="XLA for `ours`, resolved as fine-tuning's --jit is.",
+    )
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=BENCH_PRECISIONS,
+        help="Every implementation's precision unless its name has @<precision>.",
     )
     parser.add_argument(
         "--task-dir",
@@ -208,13 +227,23 @@ def _squad_examples():
     return load_squad_split(1, "train", str(SQUAD_FIXTURE)) * SQUAD_REPEATS
 
 
-def jit_for(implementation: str, jit: str) -> bool:
-    """Whether `implementation` compiles with XLA (`ours`: `--jit` resolved as
-    fine-tuning resolves it on this machine)."""
-    from electra_tf.distribution import resolve_jit_compile
+def split_name(name: str, precision: str) -> tuple[str, str]:
+    """`ours@mixed_bfloat16` -> ("ours", "mixed_bfloat16"); without a suffix
+    the implementation runs at `precision`."""
+    implementation, _, own = name.partition("@")
+    return implementation, own or precision
 
+
+def resolved_for(name: str, args):
+    """`electra_tf.precision.Resolved`: the precision and XLA choice of
+    implementation `name` (`ours`: `--jit`, forced for `ours_xla` /
+    `ours_graph`, resolved as fine-tuning resolves it on this machine)."""
+    from bench.suite.pretrain_throughput import resolved_precision
+
+    implementation, precision = split_name(name, args.precision)
     forced = {"ours_xla": "on", "ours_graph": "off"}
-    return resolve_jit_compile(forced.get(implementation, jit), on_cpu=False)
+    jit = forced.get(implementation, args.jit)
+    return resolved_precision(precision, jit, on_cpu=False)
 
 
 # --- The two trainers --------------------------------------------------------
@@ -438,6 +467,8 @@ class PeerTrainer:
         import torch
         import transformers
 
+        self.precision = args.precision
+
         from bench.hf_peer import electra_configs
         from electra_tf.data.vocabulary import Vocabulary
 
@@ -563,11 +594,14 @@ class PeerTrainer:
     def _step(self) -> tuple[int, int]:
         import torch
 
+        from bench.suite.pretrain_throughput import torch_autocast
+
         batch = self._batch()
         mask = batch["attention_mask"]
-        loss = self.model(**batch).loss
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        with torch_autocast(self.precision):
+            loss = self.model(**batch).loss
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
         self.schedule.step()
@@ -606,7 +640,11 @@ def make_trainer(implementation: str, task: str, args):
     total = args.warmup_steps + args.rounds * args.steps
     if implementation == PEER:
         return PeerTrainer(task, args, total)
-    return OurTrainer(task, args, jit_for(implementation, args.jit), total)
+    from electra_tf.distribution import set_precision
+
+    resolved = resolved_for(implementation, args)
+    set_precision(resolved.precision)
+    return OurTrainer(task, args, resolved.jit_compile, total)
 
 
 # --- Worker side ---------------------------------------------------------------
@@ -638,7 +676,9 @@ def worker(args) -> None:
         os.sched_setaffinity(0, {args.core})  # before any library starts threads
     _one_thread(args.worker)
     trainer = make_trainer(args.worker, args.task, args)
-    peak = torch_peak if args.worker == PEER else tensorflow_peak
+    peak = functools.partial(
+        torch_peak if args.worker == PEER else tensorflow_peak, args.precision
+    )
 
     def commands():
         for line in sys.stdin:
@@ -663,7 +703,11 @@ class Worker:
 
     def __init__(self, name: str, task: str, args):
         self.name = f"{name} ({task})"
-        arguments = ["--worker", name, "--task", task, "--jit", args.jit]
+        implementation, _ = split_name(name, args.precision)
+        # The precision resolved here, so that the worker gets a concrete one.
+        self.precision = resolved_for(name, args).precision
+        arguments = ["--worker", implementation, "--task", task, "--jit", args.jit]
+        arguments += ["--precision", self.precision]
         for flag in (
             "preset",
             "task_dir",
@@ -701,15 +745,15 @@ def measure_task(task: str, names, args) -> dict:
             warmup[name] = worker.ask("warmup")["wall"]
             print(f"{task}: {name} warm-up {warmup[name]:.0f} s", flush=True)
         for round_index in range(args.rounds):
-            measured = [worker.ask("peak") for worker in workers.values()]
-            peaks.append({key: max(m[key] for m in measured) for key in measured[0]})
+            peaks.append(peaks_by_precision(workers))
             for name, worker in workers.items():
                 timing = worker.ask("steps")
                 for key in ("wall", "cpu", "positions"):
                     timings[name][key].append(timing[key] / args.steps)
             print(
-                f"{task} round {round_index}: peak {peaks[-1]['gflops']:.1f} GFLOP/s; "
-                "s/step "
+                f"{task} round {round_index}: peak "
+                + ", ".join(f"{n} {peaks[-1][n]['gflops']:.1f}" for n in names)
+                + " GFLOP/s; s/step "
                 + ", ".join(f"{n} {timings[n]['wall'][-1]:.2f}" for n in names),
                 flush=True,
             )
@@ -718,6 +762,7 @@ def measure_task(task: str, names, args) -> dict:
             worker.stop()
     return {
         "timings": timings,
+        "precisions": {name: worker.precision for name, worker in workers.items()},
         "peaks": peaks,
         "warmup_seconds": warmup,
         "positions": positions,
@@ -733,18 +778,20 @@ def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> 
     rows = {}
     for name, timing in measured["timings"].items():
         wall, cpu = timing["wall"], timing["cpu"]
+        own = [peak[name] for peak in peaks]
         rows[name] = {
+            "precision": measured["precisions"][name],
             "seconds_per_step": statistics.median(wall),
             "cpu_seconds_per_step": statistics.median(cpu),
             "examples_per_second": batch_size / statistics.median(wall),
             "mfu": flops_per_step
             and statistics.median(
-                flops_per_step / s / 1e9 / p["gflops"] for s, p in zip(wall, peaks)
+                flops_per_step / s / 1e9 / p["gflops"] for s, p in zip(wall, own)
             ),
             "mfu_per_cpu_second": flops_per_step
             and statistics.median(
                 flops_per_step / s / 1e9 / p["gflops_per_cpu_second"]
-                for s, p in zip(cpu, peaks)
+                for s, p in zip(cpu, own)
             ),
             "warmup_seconds": measured["warmup_seconds"][name],
             "round_seconds_per_step": wall,
@@ -761,10 +808,17 @@ def summarise(measured: dict, flops_per_step: float | None, batch_size: int) -> 
             row["epoch"]["positions_per_step"] / batch_size
         )
     peer = rows.get(PEER)
+    peers = {
+        row["precision"]: row
+        for name, row in rows.items()
+        if name.partition("@")[0] == PEER
+    }
     for row in rows.values():
+        same = peers.get(row["precision"])
         for key in ("examples_per_second", "epoch_examples_per_second"):
             ratio = key.replace("examples_per_second", "vs_transformers")
             row[ratio] = row[key] / peer[key] if peer else None
+            row[ratio + "_same_precision"] = row[key] / same[key] if same else None
     return rows
 
 
@@ -775,7 +829,10 @@ def main(argv=None) -> int:
         return 0
     names = [n for n in args.implementations.split(",") if n]
     tasks = [t for t in args.tasks.split(",") if t]
-    unknown = set(names) - set(IMPLEMENTATIONS) | set(tasks) - set(TASKS)
+    implementations = {split_name(name, args.precision) for name in names}
+    unknown = {i for i, _ in implementations} - set(IMPLEMENTATIONS)
+    unknown |= {p for _, p in implementations} - set(BENCH_PRECISIONS)
+    unknown |= set(tasks) - set(TASKS)
     if unknown or not names or not tasks:
         sys.exit(
             f"error: unknown {sorted(unknown)} (tasks {TASKS}, "
@@ -804,8 +861,11 @@ def main(argv=None) -> int:
         "core": args.core,
         "threads_per_worker": 1,
         "ours_uses_xla": {
-            name: jit_for(name, args.jit) for name in names if name != PEER
+            name: resolved_for(name, args).jit_compile
+            for name in names
+            if split_name(name, args.precision)[0] != PEER
         },
+        "precision": {name: resolved_for(name, args).precision for name in names},
         "gflop_per_sequence_executed": flops / 1e9,
         "load_average_1min": {"before": os.getloadavg()[0]},
         "tasks": {},

@@ -17,9 +17,18 @@ hold). Only one works at a time; the others wait on a pipe.
   thread (faster when other jobs load the cores: its threads spin-wait for
   each other at every small op).
 
-Per round every worker first measures a float32 matmul peak (square matmuls
-of 1024 and 2048, TensorFlow in our workers, PyTorch in the peer's): the
-best single call in GFLOP/s, and GFLOP per CPU-second over all calls. Then
+`--precision` (float32, mixed_bfloat16 or auto, resolved as `pretrain/run.py`
+resolves it on this machine, `electra_tf.precision`) sets both sides: ours
+under that Keras dtype policy (and the XLA choice `--jit auto` makes for it),
+the peer's step under `torch.autocast("cpu", dtype=torch.bfloat16)` for
+mixed_bfloat16; `--peer-precision` gives the peer another (e.g. float32, the
+transformers Trainer's default on a CPU).
+
+Per round every worker first measures a matmul peak at its precision (square
+matmuls of 1024 and 2048, float32 or bfloat16, TensorFlow in our workers,
+PyTorch in the peer's): the best single call in GFLOP/s, and GFLOP per
+CPU-second over all calls. Each implementation's MFU is against the best
+peak of the workers at its own precision. Then
 each runs `--steps` training steps, timed in wall-clock and in process CPU
 seconds. Model FLOPs are those of `electra_tf/pretraining/flops.py`: the paper's
 accounting (generator + discriminator, a backward pass as costly as the
@@ -47,6 +56,7 @@ fresh worker running a few steps at `--memory-batch-size`, one at a time.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -70,6 +80,8 @@ IMPLEMENTATIONS = (
     "transformers_1_thread",
 )
 MATMUL_SIZES = (1024, 2048)
+# What `--precision` takes here (float16 does not train on a CPU).
+BENCH_PRECISIONS = ("float32", "mixed_bfloat16", "auto")
 
 
 def parse_args(argv=None):
@@ -110,6 +122,17 @@ def parse_args(argv=None):
         "--memory-implementations",
         default="ours,transformers",
         help="Comma-separated implementations of the peak-memory runs.",
+    )
+    parser.add_argument(
+        "--precision",
+        default="float32",
+        choices=BENCH_PRECISIONS,
+        help="Both sides' precision (auto: as pre-training resolves it here).",
+    )
+    parser.add_argument(
+        "--peer-precision",
+        choices=BENCH_PRECISIONS,
+        help="The peer's precision (default: --precision).",
     )
     parser.add_argument("--output", default="bench/results/pretrain_throughput.json")
     # Internal: the worker of one implementation.
@@ -158,28 +181,82 @@ def _matmul_rates(function, size: int, repeats: int = 10) -> tuple[float, float]
     return flops / best / 1e9, repeats * flops / cpu / 1e9
 
 
-def tensorflow_peak() -> dict:
-    """TensorFlow's best float32 matmul rates here: `gflops` (per second) and
+def tensorflow_peak(precision: str = "float32") -> dict:
+    """TensorFlow's best matmul rates here, in graph mode, in float32 or (for
+    a mixed_bfloat16 run) bfloat16: `gflops` (per second) and
     `gflops_per_cpu_second`, over `MATMUL_SIZES`."""
     import tensorflow as tf
 
+    dtype = tf.bfloat16 if precision == "mixed_bfloat16" else tf.float32
     matmul = tf.function(lambda x: tf.matmul(x, x))
     rates = []
     for size in MATMUL_SIZES:
-        a = tf.random.stateless_normal((size, size), seed=(0, size))
+        a = tf.cast(tf.random.stateless_normal((size, size), seed=(0, size)), dtype)
         rates.append(_matmul_rates(lambda a=a: matmul(a).numpy(), size))
     return _best_rates(rates)
 
 
-def torch_peak() -> dict:
-    """PyTorch's best float32 matmul rates here, as `tensorflow_peak`."""
+def torch_peak(precision: str = "float32") -> dict:
+    """PyTorch's best matmul rates here, as `tensorflow_peak`."""
     import torch
 
+    dtype = torch.bfloat16 if precision == "mixed_bfloat16" else torch.float32
     rates = []
     for size in MATMUL_SIZES:
-        a = torch.randn(size, size)
+        a = torch.randn(size, size).to(dtype)
         rates.append(_matmul_rates(lambda a=a: torch.matmul(a, a), size))
     return _best_rates(rates)
+
+
+def resolved_precision(precision: str, jit: str = "auto", on_cpu: bool = True):
+    """`electra_tf.precision.Resolved` for a benchmark's `--precision` and an
+    implementation's `--jit`, as the commands resolve them on this machine
+    (`on_cpu`: pre-training's XLA on a CPU, False for fine-tuning's)."""
+    from electra_tf.distribution import resolve_jit_compile
+    from electra_tf.precision import detect_hardware, resolve_precision
+
+    return resolve_precision(
+        precision,
+        jit,
+        detect_hardware(),
+        jit_when_float32=resolve_jit_compile("auto", on_cpu=on_cpu),
+    )
+
+
+def peaks_by_precision(workers: dict) -> dict:
+    """Asks every worker (with a `precision`) for its matmul peak; returns per
+    worker name the best peak among the workers at its precision."""
+    measured = {name: worker.ask("peak") for name, worker in workers.items()}
+    return {
+        name: {
+            key: max(
+                m[key]
+                for other, m in measured.items()
+                if workers[other].precision == worker.precision
+            )
+            for key in measured[name]
+        }
+        for name, worker in workers.items()
+    }
+
+
+def precision_of(name: str, args) -> str:
+    """Implementation `name`'s precision, resolved on this machine: the
+    peer's `--peer-precision` (default `--precision`), ours `--precision`."""
+    peer = name.startswith("transformers")
+    requested = (peer and args.peer_precision) or args.precision
+    return resolved_precision(requested).precision
+
+
+def torch_autocast(precision: str):
+    """The peer's step context: bfloat16 autocast for mixed_bfloat16."""
+    import contextlib
+
+    import torch
+
+    if precision == "mixed_bfloat16":
+        return torch.autocast("cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def _best_rates(rates) -> dict:
@@ -220,7 +297,7 @@ def our_worker(args) -> None:
         describe_data,
         make_pretraining_dataset,
     )
-    from electra_tf.distribution import resolve_jit_compile
+    from electra_tf.distribution import set_precision
     from electra_tf.pretraining.run import build_pretrainer
 
     _, vocabulary, length = describe_data(args.data)
@@ -228,14 +305,17 @@ def our_worker(args) -> None:
     jit = {"ours_xla": "on", "ours_graph": "off"}.get(args.worker, "auto")
     if args.worker == "ours_gumbel_max":
         pretraining = pretraining.override(sampler="gumbel_max")
+    resolved = resolved_precision(args.precision, jit)
+    set_precision(resolved.precision)
     keras.utils.set_random_seed(0)
     pretrainer = build_pretrainer(
         model,
         pretraining,
         preset.optimizer,
         vocabulary,
-        jit_compile=resolve_jit_compile(jit),
+        jit_compile=resolved.jit_compile,
     )
+    peak = functools.partial(tensorflow_peak, resolved.precision)
     dataset = make_pretraining_dataset(
         args.data, args.worker_batch_size, length, training=True, seed=0
     )
@@ -250,10 +330,10 @@ def our_worker(args) -> None:
             wall = time.perf_counter() - self.start[0]
             cpu = time.process_time() - self.start[1]
             _reply(wall=wall, cpu=cpu)
-            if not _wait_for_steps(tensorflow_peak):
+            if not _wait_for_steps(peak):
                 self.model.stop_training = True
 
-    if not _wait_for_steps(tensorflow_peak):
+    if not _wait_for_steps(peak):
         return
     pretrainer.fit(
         dataset,
@@ -294,11 +374,12 @@ def peer_worker(args) -> None:
         nonlocal position
         start = time.perf_counter(), time.process_time()
         for _ in range(args.steps):
-            peer.train_step(batches[position % count])
+            with torch_autocast(args.precision):
+                peer.train_step(batches[position % count])
             position += 1
         return time.perf_counter() - start[0], time.process_time() - start[1]
 
-    while _wait_for_steps(torch_peak):
+    while _wait_for_steps(functools.partial(torch_peak, args.precision)):
         wall, cpu = run_steps()
         _reply(wall=wall, cpu=cpu)
 
@@ -311,6 +392,7 @@ class Worker:
 
     def __init__(self, name, args, batch_size, steps, batches_file):
         self.name = name
+        self.precision = precision_of(name, args)
         self.process = WorkerProcess(
             name,
             "bench.suite.pretrain_throughput",
@@ -327,6 +409,8 @@ class Worker:
                 batch_size,
                 "--batches-file",
                 batches_file,
+                "--precision",
+                self.precision,
             ],
         )
 
@@ -369,8 +453,7 @@ def measure_throughput(args, names, batches_file) -> tuple[dict, list]:
     peaks = []
     try:
         for round_index in range(args.warmup_rounds + args.rounds):
-            measured = [worker.ask("peak") for worker in workers.values()]
-            peak = {key: max(m[key] for m in measured) for key in measured[0]}
+            peak = peaks_by_precision(workers)
             for name, worker in workers.items():
                 timing = worker.ask("steps")
                 if round_index >= args.warmup_rounds:
@@ -380,7 +463,8 @@ def measure_throughput(args, names, batches_file) -> tuple[dict, list]:
                 peaks.append(peak)
                 print(
                     f"round {round_index - args.warmup_rounds}: peak "
-                    f"{peak['gflops']:.1f} GFLOP/s; s/step "
+                    + ", ".join(f"{n} {peak[n]['gflops']:.1f}" for n in names)
+                    + " GFLOP/s; s/step "
                     + ", ".join(f"{n} {seconds[n][-1]:.2f}" for n in names),
                     flush=True,
                 )
@@ -392,7 +476,8 @@ def measure_throughput(args, names, batches_file) -> tuple[dict, list]:
 
 
 def _mfu(seconds_per_step, peaks, key, flops_per_step) -> float:
-    """Median over rounds of (model FLOPs / second) / (that round's peak)."""
+    """Median over rounds of (model FLOPs / second) / (that round's peak of
+    the implementation's precision: `peaks` are its own rows)."""
     return statistics.median(
         flops_per_step / seconds / 1e9 / peak[key]
         for seconds, peak in zip(seconds_per_step, peaks)
@@ -445,7 +530,6 @@ def main(argv=None):
         peer = args.worker.startswith("transformers")
         return (peer_worker if peer else our_worker)(args)
 
-    from electra_tf.distribution import resolve_jit_compile
     from electra_tf.pretraining.flops import (
         executed_pretraining_flops,
         pretraining_flops,
@@ -456,6 +540,15 @@ def main(argv=None):
     unknown = set(names + memory_names) - set(IMPLEMENTATIONS)
     if unknown or not names:
         sys.exit(f"--implementations: unknown {sorted(unknown)} (of {IMPLEMENTATIONS})")
+    # Each implementation's precision, resolved here (auto: this machine's).
+    ours = resolved_precision(args.precision)
+    peer_precision = resolved_precision(args.peer_precision or args.precision)
+    precisions = {name: precision_of(name, args) for name in IMPLEMENTATIONS}
+    xla = {
+        name: resolved_precision(args.precision, jit).jit_compile
+        for name, jit in (("ours", "auto"), ("ours_xla", "on"), ("ours_graph", "off"))
+    }
+    xla["ours_gumbel_max"] = xla["ours"]
     _, vocabulary, length = _describe(args)
     if args.max_seq_length not in (None, length):
         sys.exit(
@@ -493,15 +586,18 @@ def main(argv=None):
         seconds = statistics.median(per_step)
         sequences = args.batch_size / seconds
         # MFU per round against that round's peak, then the median.
-        mfu_paper = _mfu(per_step, peaks, "gflops", args.batch_size * paper_flops)
-        mfu_executed = _mfu(per_step, peaks, "gflops", args.batch_size * executed_flops)
+        own = [peak[name] for peak in peaks]
+        mfu_paper = _mfu(per_step, own, "gflops", args.batch_size * paper_flops)
+        mfu_executed = _mfu(per_step, own, "gflops", args.batch_size * executed_flops)
         mfu_cpu = _mfu(
             timings["cpu"][name],
-            peaks,
+            own,
             "gflops_per_cpu_second",
             args.batch_size * paper_flops,
         )
         rows[name] = {
+            "precision": precisions[name],
+            "jit_compile": xla.get(name),
             "seconds_per_step": seconds,
             "cpu_seconds_per_step": statistics.median(timings["cpu"][name]),
             "sequences_per_second": sequences,
@@ -521,15 +617,15 @@ def main(argv=None):
     # per-core comparison, the whole run pinned to one core).
     peer = rows.get("transformers") or rows.get("transformers_1_thread") or {}
     reference = peer.get("tokens_per_second")
-    burst = [peak["gflops"] for peak in peaks]
-    per_cpu = [peak["gflops_per_cpu_second"] for peak in peaks]
+    burst = [p["gflops"] for peak in peaks for p in peak.values()]
+    per_cpu = [p["gflops_per_cpu_second"] for peak in peaks for p in peak.values()]
     print(
         f"\n{args.preset}, batch {args.batch_size}, length {length}, vocabulary "
         f"{vocabulary.size}; matmul peak {min(burst):.0f}-{max(burst):.0f} GFLOP/s "
         f"({min(per_cpu):.0f}-{max(per_cpu):.0f} per CPU-second); "
         f"{paper_flops / 1e9:.2f} GFLOP/sequence (paper accounting), "
-        f"{executed_flops / 1e9:.2f} executed; ours = XLA "
-        f"{'on' if resolve_jit_compile('auto') else 'off'}"
+        f"{executed_flops / 1e9:.2f} executed; ours = {ours.precision}, XLA "
+        f"{'on' if ours.jit_compile else 'off'}; peer {peer_precision.precision}"
     )
     memory_header = f"RSS@{args.memory_batch_size}" if args.memory_batch_size else ""
     print(
@@ -570,7 +666,9 @@ def main(argv=None):
         "steps_per_round": args.steps,
         "rounds": args.rounds,
         "memory_batch_size": args.memory_batch_size,
-        "ours_uses_xla": resolve_jit_compile("auto"),
+        "ours_uses_xla": ours.jit_compile,
+        "precision": {"requested": args.precision, "ours": ours.precision},
+        "peer_precision": peer_precision.precision,
         "matmul_peak_per_round": peaks,
         "gflop_per_sequence_paper_accounting": paper_flops / 1e9,
         "gflop_per_sequence_executed": executed_flops / 1e9,

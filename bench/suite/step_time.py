@@ -4,7 +4,11 @@ Variants (`--variants`), each one change to the step `pretrain/run.py` runs
 (`default`: XLA, dropout 0.1, inverse-CDF sampling, float32):
 `graph` (no XLA), `dropout0`, `gumbel_max` (the original's sampler),
 `uniform_generator` (no generator run: what the generator costs),
-`mixed_bfloat16` and `graph_mixed_bfloat16`.
+`mixed_bfloat16` and `graph_mixed_bfloat16`; `auto`: `--precision auto`
+and `--jit auto` as `pretrain/run.py` resolves them on this machine
+(`electra_tf.precision`: mixed_bfloat16 in graph mode where the CPU has
+native bfloat16, else the default). The result records each variant's
+precision and XLA setting, and the CPU's flags.
 
 Alternates the variants round by round in one process (a shared machine drifts;
 ratios between variants in the same run hold). Reads real batches from TFRecords
@@ -36,6 +40,8 @@ VARIANTS = {
     "uniform_generator": ({}, {"uniform_generator": True}, True, "float32"),
     "mixed_bfloat16": ({}, {}, True, "mixed_bfloat16"),
     "graph_mixed_bfloat16": ({}, {}, False, "mixed_bfloat16"),
+    # XLA and precision resolved at run time (see the module docstring).
+    "auto": ({}, {}, None, "auto"),
 }
 
 
@@ -86,9 +92,15 @@ def main():
     batch = next(iter(dataset))
     repeated = tf.data.Dataset.from_tensors(batch).repeat()
 
-    variants, first_call = {}, {}
+    variants, first_call, settings = {}, {}, {}
     for name in names:
         model_changes, pretraining_changes, jit, precision = VARIANTS[name]
+        if precision == "auto":
+            from bench.suite.pretrain_throughput import resolved_precision
+
+            resolved = resolved_precision("auto")
+            jit, precision = resolved.jit_compile, resolved.precision
+        settings[name] = {"precision": precision, "jit_compile": jit}
         set_precision(precision)
         model = build_pretrainer(
             preset.model.override(vocabulary_size=vocabulary.size, **model_changes),
@@ -146,6 +158,8 @@ def main():
             "batch_size": args.batch_size,
             "max_seq_length": length,
             "vocabulary_size": vocabulary.size,
+            "variant_settings": settings,
+            "load_average_1min": os.getloadavg()[0],
             "seconds_per_step": rows,
             "best_seconds_per_step": best,
             "cpu_seconds_per_step": cpu_rows,

@@ -31,6 +31,7 @@ import sys
 from electra_tf.cli import command_line, flags_from
 from electra_tf.finetuning.finetune import finetune
 from electra_tf.finetuning.settings import FinetuningFlags
+from electra_tf.precision import PRECISION_CHOICES
 from electra_tf.presets import RECIPES
 
 # Each flag's default, from its one home (`flags_from`), for the help.
@@ -103,8 +104,14 @@ def parse_args(argv=None):
     add("--vocab", help="WordPiece vocab.txt (default: the --preset directory's "
         "own, else the bundled BERT uncased one).")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
+    parser.add_argument("--precision", choices=PRECISION_CHOICES,
+        help=f"Keras dtype policy of training (default {DEFAULT.precision}). "
+        "auto: mixed_bfloat16 where bfloat16 is native (a CPU with avx512_bf16 "
+        "or amx_bf16, a GPU of compute capability >= 8.0, a TPU), else float32. "
+        "mixed_float16 needs a GPU. Exports keep float32 weights and outputs.")
     parser.add_argument("--jit", choices=["auto", "on", "off"],
-        help=f"XLA (default {DEFAULT.jit}); auto = on GPUs and TPUs only.")
+        help=f"XLA (default {DEFAULT.jit}); auto = on GPUs and TPUs only "
+        "(and off on a CPU under bfloat16, whose graph mode is faster).")
     # fmt: on
     return parser.parse_args(argv)
 

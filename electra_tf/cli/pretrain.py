@@ -19,7 +19,8 @@ import os
 import sys
 
 from electra_tf.cli import command_line, flags_from
-from electra_tf.config import OBJECTIVES, PRECISIONS, STRATEGIES, TrainingConfig
+from electra_tf.config import OBJECTIVES, STRATEGIES, TrainingConfig
+from electra_tf.precision import PRECISION_CHOICES
 from electra_tf.pretraining.run import pretrain
 from electra_tf.pretraining.settings import PretrainingFlags
 
@@ -95,7 +96,10 @@ def parse_args(argv=None):
     add("--max-seq-length", type=int, help="Sequence length of data and model.")
     add("--checkpoint-every", type=int, help="Steps per checkpoint "
         f"({TrainingConfig.checkpoint_every}, or --steps).")
-    add("--precision", choices=PRECISIONS, help=f"Default: {default.precision}.")
+    add("--precision", choices=PRECISION_CHOICES, help="Keras dtype policy "
+        f"(default {default.precision}). auto: mixed_bfloat16 where bfloat16 is "
+        "native (a CPU with avx512_bf16 or amx_bf16, a GPU of compute capability "
+        ">= 8.0, a TPU), else float32. mixed_float16 needs a GPU.")
     add("--strategy", choices=STRATEGIES, help="default (the default): one "
         "device; mirrored: all local GPUs (or --devices); multi_worker: several "
         "hosts, each with its own TF_CONFIG (needs --data); tpu: the TPU --tpu.")
@@ -107,8 +111,10 @@ def parse_args(argv=None):
     add("--steps-per-execution", type=int, help="Steps per host call "
         f"(default {default.steps_per_execution}).")
     add("--jit", choices=["auto", "on", "off"], help="Compile the train step with "
-        f"XLA (default {default.jit}); auto = on (also on CPUs, where it is faster "
-        "once compiled); off for debugging or very short runs.")
+        f"XLA (default {default.jit}); auto = on (also on one CPU, where float32 is "
+        "faster once compiled), but off on a CPU under mixed_bfloat16 (graph "
+        "mode sends bfloat16 matmuls to oneDNN); off for debugging or very "
+        "short runs.")
     # fmt: on
     return parser.parse_args(argv)
 

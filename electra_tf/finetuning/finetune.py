@@ -25,6 +25,12 @@ from electra_tf.finetuning.starting_point import StartingPoint
 from electra_tf.finetuning.tagging import TaggingTask
 from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.finetuning.trainer import run_finetuning
+from electra_tf.precision import (
+    check_precision,
+    detect_hardware,
+    log_resolved,
+    resolve_precision,
+)
 
 # The kinds `--task` chooses from, by their `names`; any other `--task` (a GLUE
 # task), or none, is classification's.
@@ -48,11 +54,25 @@ def configured_task(
 ) -> tuple[str, FinetuningTask]:
     """A `kind` task on `data` from `start`, its config resolved from `flags`
     (`settings.resolve_finetuning_config`) and logged; and the recipe's size."""
-    # XLA on CPUs is measured to pay off for pre-training, not for fine-tuning.
-    jit_compile = resolve_jit_compile(flags.jit, on_cpu=False)
-    size, config = resolve_finetuning_config(
-        flags, kind, start.architecture, jit_compile=jit_compile
+    hardware = detect_hardware()
+    resolved = resolve_precision(
+        flags.precision,
+        flags.jit,
+        hardware,
+        # XLA on CPUs is measured to pay off for pre-training, not for
+        # fine-tuning (float32).
+        jit_when_float32=resolve_jit_compile("auto", on_cpu=False),
     )
+    log_resolved(resolved, flags.precision, flags.jit, hardware)
+    size, config = resolve_finetuning_config(
+        flags,
+        kind,
+        start.architecture,
+        jit_compile=resolved.jit_compile,
+        precision=resolved.precision,
+    )
+    # `--hparams '{"precision": ...}'` is checked as the flag is.
+    check_precision(config.precision, hardware)
     start.check_reinit_layers(config.reinit_layers)
     task = kind(data, config, start)
     logger.info("%s recipe for %s: %s", size, task.name, task.settings())

@@ -60,6 +60,7 @@ class FinetuningFlags:
     vocab: str | None = None
     lowercase: bool = True
     jit: str = "auto"
+    precision: str = "float32"
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -131,12 +132,19 @@ def check_output_dir(output_dir: str, overwrite: bool) -> None:
 
 
 def resolve_finetuning_config(
-    flags: FinetuningFlags, kind, architecture: dict, *, jit_compile: bool
+    flags: FinetuningFlags,
+    kind,
+    architecture: dict,
+    *,
+    jit_compile: bool,
+    precision: str = "float32",
 ) -> tuple[str, FinetuningConfig]:
     """The recipe's size name and the run's config: the kind's recipe for the
     paper size closest to the encoder's width, then the flags, `jit_compile`
-    and `--hparams` (unknown keys and the settings the kind does not read
-    raise `ConfigError`), fitted to the encoder (`kind.fit_recipe`)."""
+    and `precision` (`--jit` and `--precision` resolved,
+    `electra_tf.precision.resolve_precision`) and `--hparams` (unknown keys
+    and the settings the kind does not read raise `ConfigError`), fitted to
+    the encoder (`kind.fit_recipe`)."""
     size, recipe = recipe_for_width(architecture["hidden_dim"])
     hparams = parse_hparams(flags.hparams)
     for name in hparams:
@@ -145,5 +153,6 @@ def resolve_finetuning_config(
                 f"--hparams {name} does not apply to --task {flags.task} "
                 f"({kind.settings_not_read[name]})"
             )
-    changes = {**flag_overrides(flags), "jit_compile": jit_compile, **hparams}
+    resolved = {"jit_compile": jit_compile, "precision": precision}
+    changes = {**flag_overrides(flags), **resolved, **hparams}
     return size, kind.fit_recipe(kind.recipe(recipe), changes, architecture)

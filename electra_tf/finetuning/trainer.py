@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, FinetuningConfig
+from electra_tf.distribution import set_precision
 from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.files import write_json
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
@@ -65,7 +66,14 @@ def finetune_seed(
     """
     config = task.config
     keras.utils.set_random_seed(seed)
-    model = task.build_model()
+    # The model computes in the run's precision; the global policy is put
+    # back afterwards (what is built later, e.g. in a test, is not affected).
+    previous_policy = keras.mixed_precision.global_policy()
+    set_precision(config.precision)
+    try:
+        model = task.build_model()
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
     dataset = task.training_data(model, seed)
     steps_per_epoch = int(dataset.cardinality())
     if steps_per_epoch < 1:
@@ -123,6 +131,9 @@ def run_finetuning(
         "task": task.name,
         **(run_info or {}),
         "config": task.settings(),
+        # As resolved from --precision and --jit (also in "config").
+        "precision": task.config.precision,
+        "jit_compile": task.config.jit_compile,
         "epochs": task.epochs,
         **task.facts(),
         "score_definition": task.score_definition(),

@@ -108,6 +108,9 @@ def keras_hub_backbone_from_encoder(encoder: ElectraEncoder):
         dropout=encoder.dropout,
         max_sequence_length=encoder.max_sequence_length,
         num_segments=encoder.num_segments,
+        # float32 whatever the encoder trained in (the preset records its
+        # policy, and loading it would compute in bfloat16 everywhere).
+        dtype="float32",
     )
     copy_layer_weights(encoder, backbone, _weight_layers(encoder))
     backbone.get_layer("pooled_dense").set_weights(

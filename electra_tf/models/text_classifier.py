@@ -15,6 +15,7 @@ from electra_tf.models.keras_hub_preset import load_task_parts
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
+from electra_tf.precision import head_dtype
 
 # How the head reads the encoder: the [CLS] state, or the mean over tokens.
 
@@ -110,7 +111,7 @@ class ElectraTextClassifier(
             num_classes,
             kernel_initializer=truncated_normal(backbone.initializer_range),
             activation=activation,
-            dtype=backbone.dtype_policy,
+            dtype=head_dtype(backbone.dtype_policy),
             name="output_dense",
         )
 

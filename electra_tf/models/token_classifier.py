@@ -26,6 +26,7 @@ from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
     as_ragged,
 )
+from electra_tf.precision import head_dtype
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 
@@ -105,7 +106,7 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
         self.output_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=truncated_normal(backbone.initializer_range),
-            dtype=backbone.dtype_policy,
+            dtype=head_dtype(backbone.dtype_policy),
             name="output_dense",
         )
 

@@ -7,6 +7,7 @@ setting (`settings.resolve_configs`), then the data
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -39,6 +40,12 @@ from electra_tf.distribution import (
 from electra_tf.export.pretrained import export_pretrained
 from electra_tf.optimization.optimizer import ElectraAdam, ElectraLossScaleOptimizer
 from electra_tf.optimization.schedule import WarmupPolynomialDecay
+from electra_tf.precision import (
+    check_precision,
+    detect_hardware,
+    log_resolved,
+    resolve_precision,
+)
 from electra_tf.pretraining.callbacks import (
     CheckpointCallback,
     StepTensorBoard,
@@ -173,8 +180,17 @@ def pretrain(flags: PretrainingFlags) -> dict:
         gcp_project=flags.gcp_project,
         devices=flags.devices.split(",") if flags.devices else None,
     )
+    hardware = detect_hardware(strategy)
+    resolved = resolve_precision(
+        flags.precision,
+        flags.jit,
+        hardware,
+        jit_when_float32=resolve_jit_compile("auto", strategy),
+    )
+    log_resolved(resolved, flags.precision, flags.jit, hardware)
     configs = resolve_configs(
-        flags, jit_compile=resolve_jit_compile(flags.jit, strategy)
+        dataclasses.replace(flags, precision=resolved.precision),
+        jit_compile=resolved.jit_compile,
     )
     # Before any data or vocabulary is built.
     check_global_batch(configs.training.batch_size, strategy)
@@ -231,6 +247,8 @@ def run_pretraining(
     Returns the final evaluation metrics (empty without eval data).
     """
     check_global_batch(training.batch_size, strategy)
+    # Before anything is written (issue 49: float16 on a CPU trained nothing).
+    check_precision(training.precision, detect_hardware(strategy))
     set_precision(training.precision)
     model_dir = training.model_dir
     chief = is_chief(strategy)
@@ -417,8 +435,13 @@ def run_pretraining(
         results["step"] = int(pretrainer.optimizer.iterations.numpy())
         if chief:
             path = os.path.join(model_dir, "eval_results.json")
+            recorded = {
+                **results,
+                "precision": training.precision,
+                "jit_compile": training.jit_compile,
+            }
             with tf.io.gfile.GFile(path, "w") as f:
-                json.dump(results, f, indent=2)
+                json.dump(recorded, f, indent=2)
     if chief:
         export_pretrained(pretrainer, vocabulary, os.path.join(model_dir, "export"))
     elif tf.io.gfile.exists(temp_dir):

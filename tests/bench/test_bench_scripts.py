@@ -18,13 +18,23 @@ REPO = pathlib.Path(__file__).parents[2]
 @pytest.mark.parametrize(
     "module, flags",
     [
-        ("suite.pretrain_throughput", ["--implementations", "--memory-batch-size"]),
+        (
+            "suite.pretrain_throughput",
+            ["--implementations", "--memory-batch-size", "--precision"],
+        ),
         ("suite.serving_latency", ["--batch-size", "--tsv", "--classifier", "--core"]),
         ("suite.litert_tagging", ["--tagger", "--test-conll"]),
-        ("suite.step_time", ["--variants", "uniform_generator"]),
+        ("suite.step_time", ["--variants", "uniform_generator", "auto"]),
+        ("suite.matmul_peak", ["--rows", "--rounds"]),
         ("suite.data_throughput", ["--processes"]),
-        ("suite.finetune_throughput", ["--tasks", "--task-dir", "--core"]),
-        ("suite.finetune_step_time", ["--variants", "xla_einsum", "--warmup-calls"]),
+        (
+            "suite.finetune_throughput",
+            ["--tasks", "--task-dir", "--core", "--precision"],
+        ),
+        (
+            "suite.finetune_step_time",
+            ["--variants", "xla_einsum", "--warmup-calls", "--precision"],
+        ),
         ("studies.paper_headline", ["--task", "--reference"]),
         ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
     ],
@@ -356,6 +366,64 @@ def test_finetune_throughput_peer_takes_a_step_in_every_task(task):
 def test_finetune_throughput_ours_takes_a_step():
     # Our classifier in graph mode; the other tasks and XLA in the slow test.
     _serve_one_step("ours_graph", "classification")
+
+
+def test_finetune_throughput_steps_in_bfloat16_on_both_sides():
+    pytest.importorskip("transformers")
+    import keras
+    import torch
+
+    try:
+        ours = _serve_one_step(
+            "ours_graph", "classification", "--precision", "mixed_bfloat16"
+        )
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    assert ours.model.dtype_policy.name == "mixed_bfloat16"
+    peer = _serve_one_step(
+        "transformers", "classification", "--precision", "mixed_bfloat16"
+    )
+    assert peer.precision == "mixed_bfloat16"
+    from bench.suite.pretrain_throughput import torch_autocast
+
+    with torch_autocast(peer.precision):  # the context its step runs in
+        assert torch.get_autocast_dtype("cpu") == torch.bfloat16
+        assert torch.is_autocast_enabled("cpu")
+
+
+def test_finetune_throughput_names_carry_a_precision_and_ratios_match_it():
+    from bench.suite import finetune_throughput as bench
+
+    assert bench.split_name("ours@mixed_bfloat16", "float32") == (
+        "ours",
+        "mixed_bfloat16",
+    )
+    assert bench.split_name("transformers", "auto") == ("transformers", "auto")
+    names = (
+        "ours",
+        "ours@mixed_bfloat16",
+        "transformers",
+        "transformers@mixed_bfloat16",
+    )
+    seconds = dict(zip(names, (2.0, 1.0, 2.5, 1.6)))
+    peak = {"gflops": 100.0, "gflops_per_cpu_second": 100.0}
+    measured = {
+        "timings": {
+            n: {"wall": [s], "cpu": [s], "positions": [320]} for n, s in seconds.items()
+        },
+        "precisions": {n: bench.split_name(n, "float32")[1] for n in names},
+        "peaks": [{n: peak for n in names}],
+        "warmup_seconds": dict.fromkeys(names, 1.0),
+        "positions": {n: {"positions_per_step": 320.0} for n in names},
+    }
+    rows = bench.summarise(measured, None, 32)
+    assert rows["ours@mixed_bfloat16"]["precision"] == "mixed_bfloat16"
+    # Against the plain (float32) peer, and against the bfloat16 peer.
+    assert rows["ours@mixed_bfloat16"]["vs_transformers"] == pytest.approx(2.5)
+    assert rows["ours@mixed_bfloat16"][
+        "vs_transformers_same_precision"
+    ] == pytest.approx(1.6)
+    assert rows["ours"]["vs_transformers_same_precision"] == pytest.approx(1.25)
 
 
 def test_finetune_throughput_with_batches_grouped_by_length():

@@ -287,6 +287,13 @@ def test_non_finite_loss_stops_and_keeps_the_last_checkpoint(uninterrupted, tmp_
         np.testing.assert_array_equal(after[name], value, err_msg=name)
 
 
+def test_eval_results_record_the_precision_and_xla(uninterrupted):
+    results = json.loads((uninterrupted / "eval_results.json").read_text())
+    # As resolved from the flags: the default float32, and --jit off.
+    assert (results["precision"], results["jit_compile"]) == ("float32", False)
+    assert np.isfinite(results["rtd_loss"])
+
+
 def test_exports_load_in_a_fresh_process(uninterrupted):
     export = uninterrupted / "export"
     script = f"""
