@@ -15,14 +15,15 @@ from bench.result_file import write_result
 
 
 class Store:
-    """One JSON file per finished unit under `<out-dir>/units/`."""
+    """One JSON file per finished unit under `<out-dir>/units/`, and a
+    `<key>.running` file holding the pid of the process that runs it."""
 
     def __init__(self, out_dir: pathlib.Path):
         self.directory = out_dir / "units"
         self.directory.mkdir(parents=True, exist_ok=True)
 
-    def path(self, key: str) -> pathlib.Path:
-        return self.directory / f"{key}.json"
+    def path(self, key: str, suffix=".json") -> pathlib.Path:
+        return self.directory / f"{key}{suffix}"
 
     def done(self, key: str) -> bool:
         return self.path(key).exists()
@@ -34,17 +35,16 @@ class Store:
         write_result(self.path(key), record)
 
     def claim(self, key: str) -> None:
-        """Marks `key` as run by this process, for other schedulers."""
-        (self.directory / f"{key}.running").write_text(str(os.getpid()))
+        self.path(key, ".running").write_text(str(os.getpid()))
 
     def release(self, key: str) -> None:
-        (self.directory / f"{key}.running").unlink(missing_ok=True)
+        self.path(key, ".running").unlink(missing_ok=True)
 
     def busy(self, key: str) -> bool:
         """Whether another live process runs `key` (a second scheduler on the
         same directory, or a unit left running by one that was stopped)."""
         try:
-            pid = int((self.directory / f"{key}.running").read_text())
+            pid = int(self.path(key, ".running").read_text())
             os.kill(pid, 0)
         except (OSError, ValueError):
             return False
@@ -60,19 +60,14 @@ def pretraining_key(name: str, pseed: int) -> str:
     return f"pretrain.{name}.p{pseed}"
 
 
-def finetuning_key(task: str, encoder: str, fseed: int) -> str:
-    return f"finetune.{task}.{encoder}.f{fseed}"
-
-
 def pretraining_key_parts(key: str) -> tuple[str, int]:
-    """The variant and pre-training seed of a `pretraining_key`. Split from
-    the right: variant names hold dots (`electra_generator_0.25`)."""
+    """Split from the right: variant names hold dots (`electra_generator_0.25`)."""
     name, pseed = key.removeprefix("pretrain.").rsplit(".p", 1)
     return name, int(pseed)
 
 
 def finetuning_key_parts(key: str) -> tuple[str, str, int]:
-    """The task, encoder and fine-tuning seed of a `finetuning_key`."""
+    """The task, encoder and fine-tuning seed of `finetune.<task>.<encoder>.f<seed>`."""
     task, rest = key.removeprefix("finetune.").split(".", 1)
     encoder, fseed = rest.rsplit(".f", 1)
     return task, encoder, int(fseed)
@@ -91,10 +86,8 @@ def encoder_parts(encoder: str) -> tuple[str, int, int]:
 @dataclasses.dataclass(frozen=True)
 class Unit:
     key: str
-    # The unit whose record it needs (a pre-training run), if any.
-    needs: str | None
-    # Order: lower first among the ready ones.
-    priority: tuple
+    needs: str | None  # the pre-training run whose record it needs, if any
+    priority: tuple  # lower first among the ready ones
 
 
 def plan_units(setup: dict) -> list[Unit]:
@@ -110,8 +103,7 @@ def plan_units(setup: dict) -> list[Unit]:
     after them, in the order the variants were given.
     """
     units = []
-    fseeds = setup["finetune_seeds"]
-    tasks = setup["tasks"]
+    fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
@@ -120,11 +112,9 @@ def plan_units(setup: dict) -> list[Unit]:
             units.append(Unit(run, None, (0, rank, 0, ablation, given, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
-                seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for t, task in enumerate(tasks):
-                    for fseed in seeds:
-                        encoder = f"{name}-p{pseed}-s{step}"
-                        key = finetuning_key(task, encoder, fseed)
+                    for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
+                        key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
                         order = (t, rank, 1 if final else 2, ablation, given, key)
                         units.append(Unit(key, run, order))
     # No pre-training sorts after every variant's final encoders of its rank.
@@ -132,9 +122,8 @@ def plan_units(setup: dict) -> list[Unit]:
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                key = finetuning_key(task, f"none-p{pseed}", fseed)
-                order = (t, rank, 1, False, after_variants, key)
-                units.append(Unit(key, None, order))
+                key = f"finetune.{task}.none-p{pseed}.f{fseed}"
+                units.append(Unit(key, None, (t, rank, 1, False, after_variants, key)))
     return units
 
 
@@ -162,16 +151,12 @@ def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
     whose encoder is kept, a pre-training run not recorded, or a recorded
     one whose encoders a fine-tuning unit still needs and are gone from disk
     (it runs again from its seed: `pretraining.pretrain_unit`'s rebuild)."""
-    if store.done(unit.key):
-        return (
-            unit.needs is None
-            and unit.key.startswith("pretrain.")
-            and any(
-                u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
-                for u in units
-            )
-        )
-    return unit.needs is None or _kept(store, unit)
+    if not store.done(unit.key):
+        return unit.needs is None or _kept(store, unit)
+    return unit.key.startswith("pretrain.") and any(
+        u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
+        for u in units
+    )
 
 
 def _kept(store: Store, unit: Unit) -> bool:
