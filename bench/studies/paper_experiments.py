@@ -1,26 +1,14 @@
 """The paper's experiments at CPU scale: downstream test score per pre-training FLOP.
 
-One resumable command for the efficiency ablation (paper section 3.3, Table 5),
-the generator sizes (Figure 3) and the compute curves (Figures 1 and 4); the
-protocol is BENCHMARKS.md's "The paper's experiments at CPU scale". Every variant
-pre-trains the same discriminator-sized model for the same training FLOPs (the
-paper's count, `electra_tf/pretraining/flops.py`), once per pre-training seed,
-keeping its encoder at several fractions of the budget; every kept encoder and a
-fresh one ("none") is fine-tuned on each task per fine-tuning seed, the epoch
-chosen on dev before test is read once. Its parts are in `bench/studies/paper/`.
-
-Work is split into units, each recorded as one JSON file under `<out-dir>/units/`
-(`pretrain.<variant>.p<seed>`, `finetune.<task>.<encoder>.f<seed>`). Rerunning
-skips recorded units and resumes a killed pre-training run from its newest
-checkpoint; a recorded run whose encoders are gone while units need them runs
-again from its seed, checked against its record. `--jobs N` runs N units at a
-time, each a process pinned to one core; `--unit KEY` runs one.
-
-Written after every unit and by `--report`: `<output>.json` (every unit's record,
-the summaries, ELECTRA minus every other arm with a two-level bootstrap and a
-Welch t-interval; command, machine, date, versions), `<output>.md` and
-`<output>_<task>.png`. `--report-from REPORT.json` rewrites them from an earlier
-report alone. Smoke run (27 minutes on 2 shared cores, 2026-11-28):
+The efficiency ablation (paper Table 5), the generator sizes (Figure 3) and the
+compute curves (Figures 1 and 4) as one resumable study; the protocol and the
+commands are in BENCHMARKS.md section 19, the parts in `bench/studies/paper/`.
+Every unit (`pretrain.<variant>.p<seed>`, `finetune.<task>.<encoder>.f<seed>`) is
+recorded as a JSON file under `<out-dir>/units/`; a rerun skips recorded units
+and resumes a killed pre-training run from its newest checkpoint. `--jobs N` runs
+N units at a time, each a process pinned to one core. `<output>.json`, `.md` and
+`_<task>.png` are rewritten after every unit, by `--report`, and from an earlier
+report alone by `--report-from`. Smoke run (27 minutes on 2 shared cores):
 
     python -m bench.studies.paper_experiments --preset tiny \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --electra-steps 20 \\
@@ -39,6 +27,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 from bench.run_info import commit, machine, run_info
 from bench.studies.paper import design, report
@@ -133,7 +122,7 @@ def schedule(args, setup, store, launch=None) -> None:
         if store.busy(unit.key):
             slot = slot_for(unit.key, {s for _, s in running.values()}, args.jobs)
             if slot is not None:
-                running[unit.key] = (_Adopted(store, unit.key), slot)
+                running[unit.key] = (_adopted(store, unit.key), slot)
                 print(f"unit {unit.key} running already, in slot {slot}", flush=True)
     failed: set[str] = set()
     while True:
@@ -189,17 +178,13 @@ def slot_for(key: str, taken: set[int], jobs: int) -> int | None:
     return (own or free or [None])[0]
 
 
-class _Adopted:
+def _adopted(store: Store, key: str):
     """A unit another process runs: running while its claim is live, then 0 if
     recorded, 1 if its process ended without."""
-
-    def __init__(self, store: Store, key: str):
-        self.store, self.key = store, key
-
-    def poll(self) -> int | None:
-        if self.store.busy(self.key):
-            return None
-        return 0 if self.store.done(self.key) else 1
+    done = store.done
+    return types.SimpleNamespace(
+        poll=lambda: None if store.busy(key) else (0 if done(key) else 1)
+    )
 
 
 def _launch_process(key, slot, out_dir):

@@ -2,11 +2,11 @@
 BERT-style MLM against no pre-training at equal pre-training FLOPs, one
 panel per task, from the reports `paper_experiments --report` writes.
 
-Each task names the report that holds its runs, and optionally the
-`linear_baseline` result files drawn beside it as references. Nothing is
-recomputed: the figures, spreads and intervals are the reports', gathered in
-one table (`<output>.md`), one JSON (`<output>.json`) and one plot
-(`<output>.png`); BENCHMARKS.md section 19 has the command.
+`--task` names a task and the report that holds its runs (repeat it, in the
+order of the panels), `--reference` the `linear_baseline` result files drawn
+beside a task. Nothing is recomputed: the figures, spreads and intervals are
+the reports', gathered in `<output>.md`, `.json` and `.png`; BENCHMARKS.md
+section 19 has the command.
 """
 
 from __future__ import annotations
@@ -26,22 +26,10 @@ HEADLINE = ("electra - mlm", "electra - none")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__)
     add = parser.add_argument
-    add(
-        "--task",
-        action="append",
-        required=True,
-        metavar="TASK=REPORT",
-        help="A task and the paper_experiments report holding its runs; repeat.",
-    )
-    add(
-        "--reference",
-        action="append",
-        default=[],
-        metavar="TASK=RESULT[,RESULT]",
-        help="linear_baseline result JSONs drawn beside a task's panel.",
-    )
+    add("--task", action="append", required=True, metavar="TASK=REPORT")
+    add("--reference", action="append", default=[], metavar="TASK=RESULT[,RESULT]")
     add("--output", required=True, help="Path without suffix: .json, .md, .png.")
     return parser.parse_args(argv)
 
@@ -190,54 +178,45 @@ def plot(found: dict, path) -> None:
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    figure, panels = plt.subplots(
-        1, len(found), figsize=(3.6 * len(found), 4.2), squeeze=False
-    )
-    try:
-        for axes, (task, entry) in zip(panels[0], found.items()):
-            for x, arm in enumerate(ARMS):
-                a = entry["arms"][arm]
-                seeds = sorted({r["pretraining_seed"] for r in a["runs"]})
-                for r in a["runs"]:
-                    # Each pre-training run's seeds side by side, so the
-                    # spread between runs shows apart from that within one.
-                    offset = (
-                        seeds.index(r["pretraining_seed"]) - (len(seeds) - 1) / 2
-                    ) * 0.12
-                    axes.scatter(x + offset, r["test"], s=10, alpha=0.5, color=f"C{x}")
-                axes.errorbar(
-                    x + 0.35,
-                    a["test_mean"],
-                    yerr=a["test_std"],
-                    marker="s",
-                    color=f"C{x}",
-                    capsize=4,
-                )
-            for number, reference in enumerate(entry["references"]):
-                axes.axhline(
-                    reference["test_accuracy"],
-                    color="grey",
-                    linestyle=("--", ":")[number % 2],
-                    linewidth=1,
-                    label=f"linear, {reference['features']}",
-                )
-            axes.set_xticks(range(len(ARMS)), [label(arm) for arm in ARMS], fontsize=8)
-            seeds = sorted(
-                {r["pretraining_seed"] for r in entry["arms"]["electra"]["runs"]}
+    size = (3.6 * len(found), 4.2)
+    figure, panels = plt.subplots(1, len(found), figsize=size, squeeze=False)
+    for axes, (task, entry) in zip(panels[0], found.items()):
+        for x, arm in enumerate(ARMS):
+            a, color = entry["arms"][arm], f"C{x}"
+            pseeds = [r["pretraining_seed"] for r in a["runs"]]
+            seeds = sorted(set(pseeds))
+            # Each pre-training run's seeds side by side, so the spread between
+            # runs shows apart from that within one.
+            offsets = (np.searchsorted(seeds, pseeds) - (len(seeds) - 1) / 2) * 0.12
+            for offset, r in zip(offsets, a["runs"]):
+                axes.scatter(x + offset, r["test"], s=10, alpha=0.5, color=color)
+            mean, std = a["test_mean"], a["test_std"]
+            axes.errorbar(x + 0.35, mean, yerr=std, marker="s", color=color, capsize=4)
+        for number, reference in enumerate(entry["references"]):
+            axes.axhline(
+                reference["test_accuracy"],
+                color="grey",
+                linestyle=("--", ":")[number % 2],
+                linewidth=1,
+                label=f"linear, {reference['features']}",
             )
-            seeds = ", ".join(map(str, seeds))
-            axes.set_title(f"{task} (pre-training seeds {seeds})", fontsize=10)
-            axes.grid(alpha=0.3, axis="y")
-            if entry["references"]:
-                axes.legend(fontsize=7, loc="lower right")
-        panels[0][0].set_ylabel("test accuracy (dots: runs; squares: mean ± sd)")
-        title = "Equal pre-training FLOPs: runs grouped by pre-training run"
-        figure.suptitle(title, fontsize=10)
-        figure.tight_layout()
-        figure.savefig(path, dpi=120)
-    finally:
-        plt.close(figure)
+        axes.set_xticks(range(len(ARMS)), [label(arm) for arm in ARMS], fontsize=8)
+        seeds = sorted(
+            {r["pretraining_seed"] for r in entry["arms"]["electra"]["runs"]}
+        )
+        seeds = ", ".join(map(str, seeds))
+        axes.set_title(f"{task} (pre-training seeds {seeds})", fontsize=10)
+        axes.grid(alpha=0.3, axis="y")
+        if entry["references"]:
+            axes.legend(fontsize=7, loc="lower right")
+    panels[0][0].set_ylabel("test accuracy (dots: runs; squares: mean ± sd)")
+    title = "Equal pre-training FLOPs: runs grouped by pre-training run"
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def main(argv=None) -> int:

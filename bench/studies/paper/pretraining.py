@@ -1,7 +1,5 @@
 """One pre-training unit: a run of one variant and seed, keeping its encoder
-at each kept step (`pretrain_unit`), resumed from its newest checkpoint when
-killed, and rebuilt from its seed, compared with its record, when its
-encoders are gone from disk."""
+at each kept step (`pretrain_unit`)."""
 
 from __future__ import annotations
 
@@ -73,17 +71,9 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
             data_seed=pseed,
         )
         started = time.perf_counter()
-        model, pretraining = configs["model"], configs["pretraining"]
-        strategy = tf.distribute.get_strategy()
-        held_out = run_pretraining(
-            model,
-            pretraining,
-            optimizer,
-            training,
-            data["vocabulary"],
-            strategy,
-            verbose=0,
-        )
+        arguments = (configs["model"], configs["pretraining"], optimizer)
+        arguments += (training, data["vocabulary"], tf.distribute.get_strategy())
+        held_out = run_pretraining(*arguments, verbose=0)
         keras.backend.clear_session()  # the next segment builds its own model
         if held_out.get("step") != step:
             # `run_pretraining` exports whatever the run holds; past `step`
@@ -149,14 +139,13 @@ def compare_with_record(key: str, history: list[dict], recorded: dict) -> None:
                 "which the record has no evaluation at (another setup?)"
             )
         for metric, value in old.items():
-            if abs(point.get(metric, float("nan")) - value) <= REBUILD_TOLERANCE:
-                continue
-            raise SystemExit(
-                f"error: rebuilding {key}: at step {point['step']} {metric} is "
-                f"{point.get(metric)}, the record's {value}; this is another "
-                "run, not that one, and its encoders were not kept (another "
-                "--out-dir runs it as a run of its own)"
-            )
+            if not abs(point.get(metric, float("nan")) - value) <= REBUILD_TOLERANCE:
+                raise SystemExit(
+                    f"error: rebuilding {key}: at step {point['step']} {metric} is "
+                    f"{point.get(metric)}, the record's {value}; this is another "
+                    "run, not that one, and its encoders were not kept (another "
+                    "--out-dir runs it as a run of its own)"
+                )
 
 
 def held_out_history(model_dir: pathlib.Path) -> list[dict[str, float]]:

@@ -1,8 +1,6 @@
-"""The study's report: per task and encoder every run's test and dev score
-(`summarise`), ELECTRA against every other arm (`intervals.comparisons`),
-written as `<output>.json`, `<output>.md` and plots (`write_files`), from the
-unit records or from an earlier report, which carries every record
-(`records_from_report`)."""
+"""The study's report (`write_files`): per task and encoder every run's test
+and dev score (`summarise`) and ELECTRA against every other arm, from the unit
+records or from an earlier report, which carries every record."""
 
 from __future__ import annotations
 
@@ -117,20 +115,17 @@ def _describe(variant, step, points) -> dict:
 
 
 def late_gain(epochs: list[dict]) -> float:
-    """What a run's last `LATE_EPOCHS` epochs added to its best dev score
-    (0 if it ran no more epochs than that). With the learning rate decayed
-    to zero over the maximum epochs, the last epoch is often the best by a
-    hair; a small late gain says the run had converged all the same."""
+    """What a run's last `LATE_EPOCHS` epochs added to its best dev score. With
+    the learning rate decayed to zero over the maximum epochs, the last epoch is
+    often the best by a hair; a small late gain says the run had converged."""
     scores = [e["score"] for e in epochs]
-    if len(scores) <= LATE_EPOCHS:
-        return 0.0
-    return max(scores) - max(scores[:-LATE_EPOCHS])
+    return (
+        max(scores) - max(scores[:-LATE_EPOCHS]) if len(scores) > LATE_EPOCHS else 0.0
+    )
 
 
 def runs_in_progress(setup, store) -> dict:
-    """Pre-training runs not yet recorded whole: their newest checkpoint's
-    step and held-out evaluations so far, so that a report written mid-study
-    shows how far each has come."""
+    """How far each pre-training run not yet recorded has come."""
     import tensorflow as tf
 
     from bench.studies.paper.pretraining import held_out_history
@@ -157,8 +152,7 @@ def runs_in_progress(setup, store) -> dict:
 
 
 def records_from_report(report: dict) -> dict[str, dict]:
-    """The unit records a report was written from (it keeps the pre-training
-    records' held-out histories apart)."""
+    """The unit records a report was written from."""
     histories = report["held_out_histories"]
     records = {
         key: {**record, "held_out_history": histories[key]}
@@ -168,8 +162,7 @@ def records_from_report(report: dict) -> dict[str, dict]:
 
 
 def write_files(output, setup, records, header, in_progress, weights) -> None:
-    """`<output>.json` (`header` first, then every record and the summary),
-    `<output>.md` and the plots."""
+    """`<output>.json` (`header` first), `<output>.md` and the plots."""
     summary = summarise(setup, records)
     compared = comparisons(setup, summary)
     output = pathlib.Path(output)
@@ -198,10 +191,9 @@ def write_files(output, setup, records, header, in_progress, weights) -> None:
 
 
 def encoder_weights(store, previous_report: pathlib.Path) -> dict:
-    """Weight scales of every kept encoder: measured from the encoders on
-    disk, and carried over from the previous report for encoders no longer
-    there (a study's scratch directory can be lost between sessions while its
-    records live on in the report; the scales stay figures)."""
+    """Weight scales of every kept encoder on disk, and from the previous report
+    for encoders no longer there (a scratch directory can be lost between
+    sessions while its records live on in the report)."""
     measured = {
         path.name: weight_scales(path)
         for path in (store.directory.parent / "encoders").glob("*")
@@ -219,22 +211,20 @@ def encoder_weights(store, previous_report: pathlib.Path) -> dict:
 
 
 def weight_scales(encoder_dir: pathlib.Path) -> dict:
-    """Root-mean-square of a kept encoder's weight matrices: the token
-    embeddings, and per block the attention and feed-forward kernels. Set
-    beside the fresh initialisation's scale, they show what pre-training and
-    its weight decay did to the start fine-tuning gets."""
+    """Root-mean-square of a kept encoder's token embeddings and, per block, its
+    attention and feed-forward kernels: beside the fresh initialisation's scale,
+    what pre-training and its weight decay did to the start fine-tuning gets."""
     import h5py
     import numpy as np
 
     kernels = []
+
+    def visit(name, item):
+        if isinstance(item, h5py.Dataset) and item.ndim >= 2:
+            kernels.append((name, np.asarray(item)))
+
     with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
-        weights.visititems(
-            lambda name, item: (
-                kernels.append((name, np.asarray(item)))
-                if isinstance(item, h5py.Dataset) and item.ndim >= 2
-                else None
-            )
-        )
+        weights.visititems(visit)
     embeddings = None
     blocks = {"attention": {}, "feed_forward": {}}
     for name, kernel in kernels:

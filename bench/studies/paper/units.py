@@ -1,8 +1,6 @@
-"""The study as units, each done once and recorded as one JSON file under
-`<out-dir>/units/` (`Store`): `pretrain.<variant>.p<seed>` keeps an encoder
-at every kept step, `finetune.<task>.<encoder>.f<seed>` is one fine-tuning
-run. `plan_units` lists them in the order they are best run; `to_run` says
-which a rerun still needs."""
+"""The study as units, each recorded as one JSON file (`Store`):
+`pretrain.<variant>.p<seed>` keeps an encoder at every kept step,
+`finetune.<task>.<encoder>.f<seed>` is one fine-tuning run."""
 
 from __future__ import annotations
 
@@ -74,8 +72,7 @@ def finetuning_key_parts(key: str) -> tuple[str, str, int]:
 
 
 def encoder_parts(encoder: str) -> tuple[str, int, int]:
-    """The variant, pre-training seed and step of an encoder's name
-    (`electra-p2-s6000`; `none-p3` is no pre-training, at step 0)."""
+    """`electra-p2-s6000`: ("electra", 2, 6000); `none-p3`: ("none", 3, 0)."""
     if encoder.startswith("none-"):
         return "none", int(encoder.split("-p")[1]), 0
     name_seed, step = encoder.rsplit("-s", 1)
@@ -91,17 +88,12 @@ class Unit:
 
 
 def plan_units(setup: dict) -> list[Unit]:
-    """Every unit of the study, in the order they are best run.
-
-    Tasks in the order given: the first task's fine-tuning comes before any
-    of the next's, so a budget cut short leaves one task's comparison over
-    every pre-training seed rather than two tasks' over one. Within a task,
-    a pre-training seed's runs come before the next seed's, and the final
-    encoders' fine-tuning before the next seed's pre-training (curve points
-    after them). A variant given fewer seeds (`--seeds-of`: an ablation row,
-    not a headline comparison) runs its seeds with the last of the others',
-    after them, in the order the variants were given.
-    """
+    """Every unit of the study, in the order they are best run: the first
+    task's fine-tuning before any of the next's (a budget cut short leaves one
+    task's comparison over every pre-training seed rather than two tasks' over
+    one); within a task, a seed's runs and its final encoders' fine-tuning before
+    the next seed's (curve points after them). A variant given fewer seeds (an
+    ablation row) runs its seeds with the last of the others', after them."""
     units = []
     fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
@@ -128,8 +120,7 @@ def plan_units(setup: dict) -> list[Unit]:
 
 
 def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
-    """The steps at which run `name`, seed `pseed`, keeps its encoder: every
-    planned one on a curve seed, else only the last."""
+    """Every planned step on a curve seed, else only the last."""
     steps = setup["kept_steps"][name]
     # Studies begun before the flag kept curves on every seed.
     curves = setup.get("curve_pretraining_seeds", setup["pretraining_seeds"])
@@ -137,7 +128,6 @@ def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
 
 
 def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit]:
-    """Units to run (`to_run`) that no process runs now, in priority order."""
     ready = [
         u
         for u in units
@@ -147,10 +137,9 @@ def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit
 
 
 def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
-    """Whether `unit` can run now and is needed: a fine-tuning unit not done
-    whose encoder is kept, a pre-training run not recorded, or a recorded
-    one whose encoders a fine-tuning unit still needs and are gone from disk
-    (it runs again from its seed: `pretraining.pretrain_unit`'s rebuild)."""
+    """Whether `unit` can run now and is needed: not done and its encoder kept,
+    or a recorded pre-training run whose encoders are gone from disk while a
+    unit needs them (rebuilt: `pretraining.pretrain_unit`)."""
     if not store.done(unit.key):
         return unit.needs is None or _kept(store, unit)
     return unit.key.startswith("pretrain.") and any(
@@ -160,7 +149,5 @@ def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
 
 
 def _kept(store: Store, unit: Unit) -> bool:
-    """Whether a fine-tuning unit's encoder is on disk (kept by its run,
-    finished or going on)."""
     _, encoder, _ = finetuning_key_parts(unit.key)
     return (store.directory.parent / "encoders" / encoder / "config.json").exists()
