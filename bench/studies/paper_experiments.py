@@ -91,8 +91,7 @@ def parse_args(argv=None):
 
 def run_one(args, setup, key, data, store) -> None:
     store.claim(key)
-    # The code a unit ran is the code it started with (the checkout may move on).
-    started_at = commit()
+    started_at = commit()  # the checkout may move on while the unit runs
     try:
         if key.startswith("pretrain."):
             # Recorded already (its encoders gone): rebuilt under that record.
@@ -231,14 +230,8 @@ def report_from(path: str, output: str) -> None:
         **{k: earlier.get(k) for k in ("command", "commit", "date", "machine")},
     }
     header = {**run_info(__file__), "units_from": source}
-    report.write_files(
-        output,
-        earlier["setup"],
-        records,
-        header,
-        earlier.get("in_progress", {}),
-        earlier.get("encoder_weights", {}),
-    )
+    extras = [earlier.get(k, {}) for k in ("in_progress", "encoder_weights")]
+    report.write_files(output, earlier["setup"], records, header, *extras)
 
 
 def main(argv=None) -> int:

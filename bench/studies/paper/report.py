@@ -34,13 +34,12 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
     kept = {}  # encoder: (paper FLOPs, executed FLOPs, held-out scores)
     per_sequence = setup.get("executed_flops_per_sequence", {})
     for key, record in records.items():
-        if key.startswith("pretrain."):
-            for step, k in record["kept"].items():
-                executed = None
-                if record.get("variant") in per_sequence:
-                    executed = int(step) * setup["batch_size"]
-                    executed *= per_sequence[record["variant"]]
-                kept[k["encoder"]] = (k["flops"], executed, k["held_out"])
+        if not key.startswith("pretrain."):
+            continue
+        rate = per_sequence.get(record.get("variant"))
+        for step, k in record["kept"].items():
+            executed = None if rate is None else int(step) * setup["batch_size"] * rate
+            kept[k["encoder"]] = (k["flops"], executed, k["held_out"])
     summary = {}
     for task in setup["tasks"]:
         metric = TASKS[task].metric
@@ -217,25 +216,22 @@ def weight_scales(encoder_dir: pathlib.Path) -> dict:
     import h5py
     import numpy as np
 
-    kernels = []
+    embeddings, blocks = [None], {"attention": {}, "feed_forward": {}}
 
     def visit(name, item):
-        if isinstance(item, h5py.Dataset) and item.ndim >= 2:
-            kernels.append((name, np.asarray(item)))
-
-    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
-        weights.visititems(visit)
-    embeddings = None
-    blocks = {"attention": {}, "feed_forward": {}}
-    for name, kernel in kernels:
+        if not isinstance(item, h5py.Dataset) or item.ndim < 2:
+            return
         if "reversible_embedding" in name:
-            embeddings = kernel
+            embeddings.append(np.asarray(item))
         # Blocks are "transformer_encoder[_N]" in encoders saved before the
         # encoder had its own layer class, "electra_transformer_layer[_N]" since.
         block = next((p for p in name.split("/") if "transformer" in p), "")
         kind = "attention" if "_self_attention_layer/" in name else "feed_forward"
         if block and ("_self_attention_layer/" in name or "_feedforward_" in name):
-            blocks[kind].setdefault(block, []).append(kernel.ravel())
+            blocks[kind].setdefault(block, []).append(np.asarray(item).ravel())
+
+    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
+        weights.visititems(visit)
 
     def rms(values):
         return float(np.sqrt(np.mean(np.square(values))))
@@ -245,7 +241,7 @@ def weight_scales(encoder_dir: pathlib.Path) -> dict:
         return int(tail) if tail.isdigit() else 0
 
     return {
-        "token_embeddings": None if embeddings is None else rms(embeddings),
+        "token_embeddings": None if embeddings[-1] is None else rms(embeddings[-1]),
         **{
             kind: [rms(np.concatenate(found[b])) for b in sorted(found, key=depth)]
             for kind, found in blocks.items()
