@@ -54,7 +54,7 @@ def parse_args(argv=None):
     add("--hparams", default="{}", help="JSON config overrides for every variant.")
     add("--batch-size", type=int, default=64)
     add("--electra-steps", type=int, default=6000, help="The budget, in ELECTRA steps.")
-    add("--fractions", default="0.125,0.25,0.5,1", help="Of the budget, kept.")
+    add("--fractions", default="0.125,0.25,0.5,1", help="Encoders kept at these.")
     add("--checkpoint-every", type=int, default=250)
     add("--eval-steps", type=int, default=20, help="Held-out batches.")
     add("--pretraining-seeds", default="1,2,3")
@@ -63,7 +63,7 @@ def parse_args(argv=None):
     add("--generator-sizes", default="", help="Also ELECTRA with these generators.")
     add("--uniform-generator", action="store_true", help="Also a uniform generator.")
     add("--gdes", action="store_true", help="Also ELECTRA with GDES sharing.")
-    add("--seeds-of", default="", help="Fewer seeds: 'variant:seeds;...'.")
+    add("--seeds-of", default="", help="Fewer seeds, as 'name:seeds;...'.")
     add = parser.add_argument_group("fine-tuning").add_argument
     add("--tasks", default="pos,sentiment", help=f"From {','.join(TASKS)}.")
     add("--pos-dir", default=str(ASSETS / "tasks" / "brown_pos"))
@@ -71,8 +71,8 @@ def parse_args(argv=None):
     add("--party-dir", default="", help="bench/tasks/sotu_party.py's (fd09c6a).")
     add("--pos-train-sentences", type=int, default=0, help="A fixed sample; 0: all.")
     add("--finetune-seeds", default="1,2,3")
-    add("--curve-seeds", type=int, default=1, help="Seeds before the last encoder.")
-    add("--curve-pretraining-seeds", default="", help="Runs that keep the curve.")
+    add("--curve-seeds", type=int, default=1, help="Seeds at earlier encoders.")
+    add("--curve-pretraining-seeds", default="", help="Runs keeping it (default all).")
     add(
         "--finetune-hparams",
         default='{"max_seq_length": 64, "pooling": "mean"}',
@@ -84,7 +84,7 @@ def parse_args(argv=None):
     add("--jobs", type=int, default=1, help="Units at a time.")
     add("--unit", help="Run this one unit (for --jobs).")
     add("--report", action="store_true", help="Only rewrite the report.")
-    add("--report-from", metavar="REPORT_JSON", help="Only rewrite it from this.")
+    add("--report-from", metavar="REPORT_JSON", help="Only rewrite it from that.")
     add("--threads", type=int, default=0, help="TensorFlow threads per pool.")
     return parser.parse_args(argv)
 
@@ -107,13 +107,10 @@ def run_one(args, setup, key, data, store) -> None:
 
 
 def schedule(args, setup, store, launch=None) -> None:
-    """Runs every unit not yet recorded, `--jobs` at a time.
-
-    `launch(key, slot)` starts one unit and returns a handle whose `poll()` is
-    None while running, else the exit code. A failed unit is not retried in this
-    call. Units that live processes run already (left by a stopped scheduler)
-    are waited for in the slots they would have taken.
-    """
+    """Runs every unit not yet recorded, `--jobs` at a time; `launch(key, slot)`
+    returns a handle whose `poll()` is None while running, else the exit code. A
+    failed unit is not retried; units that live processes run already (left by a
+    stopped scheduler) are waited for in the slots they would have taken."""
     launch = launch or (lambda key, slot: _launch_process(key, slot, args.out_dir))
     units = plan_units(setup)
     running: dict[str, tuple] = {}

@@ -48,17 +48,10 @@ def two_level_bootstrap(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
 
 
 def welch_interval(a: dict, b: dict) -> dict:
-    test = stats.ttest_ind(
-        [np.mean(s) for s in a.values()],
-        [np.mean(s) for s in b.values()],
-        equal_var=False,
-    )
-    interval = test.confidence_interval(LEVEL)
-    return {
-        "low": float(interval.low),
-        "high": float(interval.high),
-        "df": float(test.df),
-    }
+    means = [[np.mean(scores) for scores in arm.values()] for arm in (a, b)]
+    test = stats.ttest_ind(*means, equal_var=False)
+    low, high = test.confidence_interval(LEVEL)
+    return {"low": float(low), "high": float(high), "df": float(test.df)}
 
 
 def compare(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:

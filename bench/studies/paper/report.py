@@ -118,9 +118,9 @@ def late_gain(epochs: list[dict]) -> float:
     the learning rate decayed to zero over the maximum epochs, the last epoch is
     often the best by a hair; a small late gain says the run had converged."""
     scores = [e["score"] for e in epochs]
-    return (
-        max(scores) - max(scores[:-LATE_EPOCHS]) if len(scores) > LATE_EPOCHS else 0.0
-    )
+    if len(scores) <= LATE_EPOCHS:
+        return 0.0
+    return max(scores) - max(scores[:-LATE_EPOCHS])
 
 
 def runs_in_progress(setup, store) -> dict:
