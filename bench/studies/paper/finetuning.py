@@ -14,13 +14,9 @@ from bench.studies.paper.units import finetuning_key_parts
 
 
 def select_on_dev_then_test(train_seed, score_test):
-    """The protocol: train (the epoch chosen on dev), then score test once.
-
-    `train_seed()` fine-tunes and returns the model holding its best dev
-    epoch and that run's results; `score_test(model)` scores the test split.
-    Test data reach nothing before training has returned, so they cannot
-    take part in choosing the epoch.
-    """
+    """`train_seed()` returns the model at its best dev epoch and its results;
+    only then does `score_test(model)` read the test split, so test data cannot
+    take part in choosing the epoch."""
     model, results = train_seed()
     return {**results, "test": score_test(model)}
 
@@ -45,16 +41,11 @@ def finetune_unit(args, setup, key, data) -> dict:
         pretrained = str(pathlib.Path(args.out_dir) / "encoders" / encoder)
     # The no-pre-training runs draw their encoder from their own seed.
     seed = fseed if pretrained else 1000 * int(encoder.split("-p")[1]) + fseed
-    directory = setup["task_dirs"][task_name]
-    started = time.perf_counter()
+    where, started = setup["task_dirs"][task_name], time.perf_counter()
     if task.kind == "tagging":
-        results = finetune_tagging(
-            args, directory, config, pretrained, base, data, seed
-        )
+        results = finetune_tagging(args, where, config, pretrained, base, data, seed)
     else:
-        results = finetune_classification(
-            directory, config, pretrained, base, data, seed
-        )
+        results = finetune_classification(where, config, pretrained, base, data, seed)
     return {
         "task": task_name,
         "encoder": encoder,
@@ -65,33 +56,37 @@ def finetune_unit(args, setup, key, data) -> dict:
     }
 
 
-def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> dict:
+def _train(task_class, splits, config, pretrained, base, data, seed):
     from electra_tf.finetuning import trainer
     from electra_tf.finetuning.starting_point import StartingPoint
+
+    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
+    task = task_class(splits, config, start)
+    return task, lambda: trainer.finetune_seed(task, seed, verbose=0)
+
+
+def finetune_tagging(args, directory, config, pretrained, base, data, seed) -> dict:
     from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
     from electra_tf.finetuning.tagging_data import read_conll
 
-    splits = load_tagging_data(
-        os.path.join(directory, "train.conll"), os.path.join(directory, "dev.conll")
-    )
+    def path(split):
+        return os.path.join(directory, f"{split}.conll")
+
+    splits = load_tagging_data(path("train"), path("dev"))
     if args.pos_train_sentences:
         train = sample_sentences(splits.train, args.pos_train_sentences)
         splits = dataclasses.replace(splits, train=train)
-    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
-    task = TaggingTask(splits, config, start)
+    task, train = _train(TaggingTask, splits, config, pretrained, base, data, seed)
+    # The test split's metrics (`task.score`'s first part), read only now.
     return select_on_dev_then_test(
-        lambda: trainer.finetune_seed(task, seed, verbose=0),
-        # The test split's metrics (`task.score`'s first part), read only now.
-        lambda tagger: task.score(
-            tagger, read_conll(os.path.join(directory, "test.conll"))
-        )[0],
+        train, lambda tagger: task.score(tagger, read_conll(path("test")))[0]
     )
 
 
 def sample_sentences(sentences, count: int, seed: int = 0):
-    """`count` of `sentences` (TaggedSentences) drawn without replacement by a
-    fixed seed, kept in file order: every run of a study trains on the same
-    ones, and Brown's genres stay mixed as in the whole file."""
+    """`count` of `sentences` drawn without replacement by a fixed seed, kept in
+    file order: every run trains on the same ones, Brown's genres mixed as in
+    the whole file."""
     import numpy as np
 
     if count > len(sentences):
@@ -109,30 +104,19 @@ def sample_sentences(sentences, count: int, seed: int = 0):
 
 
 def finetune_classification(directory, config, pretrained, base, data, seed) -> dict:
-    from electra_tf.finetuning import trainer
     from electra_tf.finetuning.classification import ClassificationTask
     from electra_tf.finetuning.glue_readers import TaskData, read_glue_tsv
     from electra_tf.finetuning.glue_tasks import get_task
-    from electra_tf.finetuning.starting_point import StartingPoint
 
     # The study's sentence tasks are in SST-2's layout, with labels in test.tsv.
-    task = dataclasses.replace(get_task("sst2"), test_splits=())
-    splits = TaskData(
-        train=read_glue_tsv(task, "train", directory),
-        dev={"dev": read_glue_tsv(task, "dev", directory)},
-        test={},
-    )
-    start = StartingPoint(pretrained, base["model"], data["vocabulary"])
+    sst2 = dataclasses.replace(get_task("sst2"), test_splits=())
+    train, dev = (read_glue_tsv(sst2, split, directory) for split in ("train", "dev"))
+    splits = TaskData(train=train, dev={"dev": dev}, test={})
+    _, train = _train(ClassificationTask, splits, config, pretrained, base, data, seed)
 
     def score_test(classifier):
-        test = read_glue_tsv(task, "test", directory)  # needs labels
-        return classifier.evaluate(
-            test.to_dataset(config.eval_batch_size), verbose=0, return_dict=True
-        )
+        test = read_glue_tsv(sst2, "test", directory)
+        batches = test.to_dataset(config.eval_batch_size)
+        return classifier.evaluate(batches, verbose=0, return_dict=True)
 
-    return select_on_dev_then_test(
-        lambda: trainer.finetune_seed(
-            ClassificationTask(splits, config, start), seed, verbose=0
-        ),
-        score_test,
-    )
+    return select_on_dev_then_test(train, score_test)

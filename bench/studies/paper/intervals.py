@@ -1,16 +1,10 @@
 """ELECTRA minus another arm, with two 95% intervals (`compare`).
 
 An arm's score is the mean of its pre-training runs' means (each run's mean
-over its fine-tuning seeds). The arms' runs are independent (no run of one
-is matched with a run of the other), so both intervals are unpaired:
-
-* `two_level_bootstrap`: each resample draws an arm's pre-training runs with
-  replacement, then, within each drawn run, its fine-tuning scores with
-  replacement, each arm on its own; the percentile interval of the
-  difference. It counts both sources of spread.
-* `welch_interval`: Welch's t-interval on the difference of the arms' mean
-  pre-training-run means (`scipy.stats.ttest_ind(equal_var=False)`), over
-  the runs alone: given only when both arms have two or more runs.
+over its fine-tuning seeds). The arms' runs are independent, so both
+intervals are unpaired: `two_level_bootstrap` resamples each arm's runs, then
+each drawn run's fine-tuning scores (both sources of spread);
+`welch_interval` is Welch's t-interval over the run means alone.
 """
 
 from __future__ import annotations
@@ -25,14 +19,11 @@ LEVEL = 0.95
 
 
 def arm_mean(runs: dict) -> float:
-    """The mean of the pre-training runs' mean scores."""
     return float(np.mean([np.mean(scores) for scores in runs.values()]))
 
 
 def resampled_means(runs: dict, samples: int, rng) -> np.ndarray:
-    """`samples` two-level bootstrap resamples of `arm_mean(runs)`: as many
-    runs as `runs` has, drawn with replacement; within each drawn run, as
-    many of its scores as it has, drawn with replacement."""
+    """`samples` two-level bootstrap resamples of `arm_mean(runs)`."""
     scores = list(runs.values())
     sizes = np.array([len(s) for s in scores])
     table = np.zeros((len(scores), sizes.max()))
@@ -47,9 +38,8 @@ def resampled_means(runs: dict, samples: int, rng) -> np.ndarray:
 
 
 def two_level_bootstrap(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
-    """Percentile interval of `arm_mean(a) - arm_mean(b)`, each arm resampled
-    on its own (`resampled_means`). `a` and `b` map a pre-training run to its
-    fine-tuning scores."""
+    """Percentile interval of `arm_mean(a) - arm_mean(b)`; `a` and `b` map a
+    pre-training run to its fine-tuning scores."""
     rng = np.random.default_rng(seed)
     differences = resampled_means(a, samples, rng) - resampled_means(b, samples, rng)
     tail = 100 * (1 - LEVEL) / 2
@@ -58,24 +48,16 @@ def two_level_bootstrap(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
 
 
 def welch_interval(a: dict, b: dict) -> dict:
-    """Welch's t-interval of the difference of the arms' mean pre-training-run
-    means, from the run means alone."""
-    a_means = [np.mean(scores) for scores in a.values()]
-    b_means = [np.mean(scores) for scores in b.values()]
-    test = stats.ttest_ind(a_means, b_means, equal_var=False)
-    interval = test.confidence_interval(LEVEL)
-    return {
-        "low": float(interval.low),
-        "high": float(interval.high),
-        "df": float(test.df),
-    }
+    means = [[np.mean(scores) for scores in arm.values()] for arm in (a, b)]
+    test = stats.ttest_ind(*means, equal_var=False)
+    low, high = test.confidence_interval(LEVEL)
+    return {"low": float(low), "high": float(high), "df": float(test.df)}
 
 
 def compare(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
     """The difference `a - b` and both intervals. `bootstrap` is None when a
-    side has one score (resampling could only return the point); a side with
-    one pre-training run gives a bootstrap over its fine-tuning seeds alone
-    and no `t_interval` (None)."""
+    side has one score; a side with one pre-training run gives a bootstrap over
+    its fine-tuning seeds alone and no `t_interval`."""
     found = {
         "difference": arm_mean(a) - arm_mean(b),
         "pretraining_runs": [len(a), len(b)],
@@ -97,21 +79,15 @@ def comparisons(setup, summary) -> dict:
         finals = {}
         for point in points.values():
             if is_final(setup, point):
-                runs = {}
+                runs = finals[point["variant"]] = {}
                 for run in point["runs"]:
                     runs.setdefault(run["pretraining_seed"], []).append(run["test"])
-                finals[point["variant"]] = runs
         if "electra" in finals:
+            electra = finals.pop("electra")
             found[task] = {
-                f"electra - {other}": compare(finals["electra"], runs)
-                for other, runs in finals.items()
-                if other != "electra"
+                f"electra - {o}": compare(electra, r) for o, r in finals.items()
             }
     return found
-
-
-def _bounds(interval: dict) -> str:
-    return f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
 
 
 def interval_text(name: str, compared: dict) -> str:
@@ -122,14 +98,14 @@ def interval_text(name: str, compared: dict) -> str:
     if compared["bootstrap"] is None:
         single = left if compared["scores"][0] == 1 else right
         return f"{head}; no interval ({single}: one pre-training run, one seed)"
-    text = f"{head}, 95% two-level bootstrap {_bounds(compared['bootstrap'])}"
+
+    def bounds(interval):
+        return f"[{interval['low']:+.4f}, {interval['high']:+.4f}]"
+
+    text = f"{head}, 95% two-level bootstrap {bounds(compared['bootstrap'])}"
     if compared["t_interval"] is not None:
-        return text + f", Welch t over run means {_bounds(compared['t_interval'])}"
-    alone = [
-        side
-        for side, runs in zip((left, right), compared["pretraining_runs"])
-        if runs == 1
-    ]
+        return text + f", Welch t over run means {bounds(compared['t_interval'])}"
+    alone = [s for s, n in zip((left, right), compared["pretraining_runs"]) if n == 1]
     return text + (
         f" over fine-tuning seeds only for {' and '.join(alone)} (one pre-training "
         "run: narrower than the truth; no t-interval)"

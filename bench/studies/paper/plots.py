@@ -26,8 +26,8 @@ def draw(setup, summary, output: pathlib.Path) -> None:
 
 @contextlib.contextmanager
 def _figure(task: str, path, xlabel: str, title: str):
-    """Axes to draw a task's test scores on; labelled, written to `path` and
-    closed when the block ends."""
+    """Axes for a task's test scores; labelled, written to `path` and closed
+    when the block ends."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only, no display
@@ -36,8 +36,7 @@ def _figure(task: str, path, xlabel: str, title: str):
     figure, axes = plt.subplots(figsize=(7, 4.5))
     try:
         yield axes
-        axes.set_xlabel(xlabel)
-        axes.set_ylabel(f"{task} test accuracy (mean; dots: runs)")
+        axes.set(xlabel=xlabel, ylabel=f"{task} test accuracy (mean; dots: runs)")
         axes.set_title(f"{task}: {title}")
         axes.grid(alpha=0.3)
         axes.legend(fontsize=8)
@@ -47,15 +46,30 @@ def _figure(task: str, path, xlabel: str, title: str):
         plt.close(figure)
 
 
-def _runs_as_dots(axes, x: float, point: dict) -> None:
-    """Every fine-tuning run's test score of `point` at `x`, in the colour of
-    the line drawn last."""
-    axes.scatter(
-        [x] * len(point["runs"]),
-        [r["test"] for r in point["runs"]],
-        s=6,
-        alpha=0.35,
-        color=axes.lines[-1].get_color(),
+def _curve(axes, xs, points, **style) -> None:
+    """Means ± standard deviation of `points` at `xs`, and every fine-tuning run
+    as a dot in the line's colour."""
+    axes.errorbar(
+        xs,
+        [p["test_mean"] for p in points],
+        yerr=[p["test_std"] for p in points],
+        marker="o",
+        capsize=3,
+        **style,
+    )
+    for x, p in zip(xs, points):
+        tests = [r["test"] for r in p["runs"]]
+        color = axes.lines[-1].get_color()
+        axes.scatter([x] * len(tests), tests, s=6, alpha=0.35, color=color)
+
+
+def _level(axes, point, style) -> None:
+    axes.axhline(
+        point["test_mean"],
+        color="grey",
+        linestyle=style,
+        linewidth=1,
+        label=label(point["variant"]),
     )
 
 
@@ -76,25 +90,10 @@ def plot(task, points, path) -> None:
             line = "-" if len(curve) > 1 else "none"
             if len(curve) > 1:
                 curve = none[:1] + curve
-            axes.errorbar(
-                [p["flops"] for p in curve],
-                [p["test_mean"] for p in curve],
-                yerr=[p["test_std"] for p in curve],
-                marker="o",
-                linestyle=line,
-                capsize=3,
-                label=label(variant),
-            )
-            for p in curve:
-                _runs_as_dots(axes, p["flops"], p)
+            xs = [p["flops"] for p in curve]
+            _curve(axes, xs, curve, linestyle=line, label=label(variant))
         if none:
-            axes.axhline(
-                none[0]["test_mean"],
-                color="grey",
-                linestyle=":",
-                linewidth=1,
-                label=label("none"),
-            )
+            _level(axes, none[0], ":")
 
 
 def generator_width(setup: dict, variant: str) -> float | None:
@@ -121,29 +120,14 @@ def plot_generators(setup, task, points, path) -> None:
             final[point["variant"]] = point
     widths = {v: generator_width(setup, v) for v in final}
     sized = sorted(
-        ((w, final[v]) for v, w in widths.items() if w is not None),
-        key=lambda item: item[0],
+        ((w, final[v]) for v, w in widths.items() if w is not None), key=lambda i: i[0]
     )
     xlabel = "generator width / discriminator width"
     title = "generator size at ELECTRA's steps (paper Figure 3)"
     with _figure(task, path, xlabel, title) as axes:
-        axes.errorbar(
-            [w for w, _ in sized],
-            [p["test_mean"] for _, p in sized],
-            yerr=[p["test_std"] for _, p in sized],
-            marker="o",
-            capsize=3,
-            label="ELECTRA, learned generator",
-        )
-        for width, p in sized:
-            _runs_as_dots(axes, width, p)
+        xs = [w for w, _ in sized]
+        _curve(axes, xs, [p for _, p in sized], label="ELECTRA, learned generator")
         for variant, style in ((UNIFORM_GENERATOR_VARIANT, "--"), ("none", ":")):
             if variant in final:
-                axes.axhline(
-                    final[variant]["test_mean"],
-                    color="grey",
-                    linestyle=style,
-                    linewidth=1,
-                    label=label(variant),
-                )
+                _level(axes, final[variant], style)
         axes.set_xscale("log", base=2)

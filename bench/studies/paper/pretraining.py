@@ -1,7 +1,5 @@
 """One pre-training unit: a run of one variant and seed, keeping its encoder
-at each kept step (`pretrain_unit`), resumed from its newest checkpoint when
-killed, and rebuilt from its seed, compared with its record, when its
-encoders are gone from disk."""
+at each kept step (`pretrain_unit`)."""
 
 from __future__ import annotations
 
@@ -25,13 +23,11 @@ REBUILD_TOLERANCE = 1e-4
 def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     """Pre-trains run `key`, keeping its encoder at each kept step.
 
-    With `recorded` (the unit's record, whose encoders are gone from disk)
-    the run is rebuilt: run again from its seed in a run directory of its
-    own, stopping also at the first recorded evaluation, and compared with
-    the record at every evaluation as it goes. Pre-training on the CPU is
-    deterministic (tests/pretraining/test_pretrain_run.py), so a rebuild
-    that departs from the record is not that run: it is refused at the
-    first evaluation that differs, and its encoders are not kept.
+    With `recorded` (the unit's record, whose encoders are gone from disk) the
+    run is rebuilt in a run directory of its own, stopping also at the first
+    recorded evaluation, and compared with the record at every evaluation:
+    pre-training on the CPU is deterministic (tests/pretraining/
+    test_pretrain_run.py), so a rebuild that departs from it is refused there.
     """
     import keras
     import tensorflow as tf
@@ -44,16 +40,13 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     configs = design.variant_configs(design.setup_configs(args, data), variant, pseed)
     total = setup["total_steps"][name]
     optimizer = configs["optimizer"].override(total_steps=total)
-    model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}"
-    keep = kept_steps(setup, name, pseed)
-    # Where the run stops: the kept steps, and for a rebuild its first
-    # recorded evaluation too (compared before anything is kept).
-    stops = keep
+    rebuild = "-rebuild" if recorded is not None else ""
+    model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}{rebuild}"
+    stops = keep = kept_steps(setup, name, pseed)
     began = time.perf_counter()
-    if recorded is not None:
-        model_dir = model_dir.with_name(model_dir.name + "-rebuild")
-        if recorded["held_out_history"]:
-            stops = sorted({*keep, recorded["held_out_history"][0]["step"]})
+    if rebuild and recorded["held_out_history"]:
+        # Compared before anything is kept.
+        stops = sorted({*keep, recorded["held_out_history"][0]["step"]})
     kept = {}
     for step in stops:
         encoder = f"{name}-p{pseed}-s{step}"
@@ -78,15 +71,9 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
             data_seed=pseed,
         )
         started = time.perf_counter()
-        held_out = run_pretraining(
-            configs["model"],
-            configs["pretraining"],
-            optimizer,
-            training,
-            data["vocabulary"],
-            tf.distribute.get_strategy(),
-            verbose=0,
-        )
+        arguments = (configs["model"], configs["pretraining"], optimizer)
+        arguments += (training, data["vocabulary"], tf.distribute.get_strategy())
+        held_out = run_pretraining(*arguments, verbose=0)
         keras.backend.clear_session()  # the next segment builds its own model
         if held_out.get("step") != step:
             # `run_pretraining` exports whatever the run holds; past `step`
@@ -142,7 +129,7 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
 
 def compare_with_record(key: str, history: list[dict], recorded: dict) -> None:
     """Refuses a rebuild of `key` whose held-out evaluations so far differ
-    from the recorded run's: one line naming the first step and metric."""
+    from the record's."""
     before = {point["step"]: point for point in recorded["held_out_history"]}
     for point in history:
         old = before.get(point["step"])
@@ -152,19 +139,18 @@ def compare_with_record(key: str, history: list[dict], recorded: dict) -> None:
                 "which the record has no evaluation at (another setup?)"
             )
         for metric, value in old.items():
-            if abs(point.get(metric, float("nan")) - value) <= REBUILD_TOLERANCE:
-                continue
-            raise SystemExit(
-                f"error: rebuilding {key}: at step {point['step']} {metric} is "
-                f"{point.get(metric)}, the record's {value}; this is another "
-                "run, not that one, and its encoders were not kept (another "
-                "--out-dir runs it as a run of its own)"
-            )
+            if not abs(point.get(metric, float("nan")) - value) <= REBUILD_TOLERANCE:
+                raise SystemExit(
+                    f"error: rebuilding {key}: at step {point['step']} {metric} is "
+                    f"{point.get(metric)}, the record's {value}; this is another "
+                    "run, not that one, and its encoders were not kept (another "
+                    "--out-dir runs it as a run of its own)"
+                )
 
 
 def held_out_history(model_dir: pathlib.Path) -> list[dict[str, float]]:
-    """Every held-out evaluation of a run (`step` and metrics), in step
-    order, from its TensorBoard logs (the run writes no other record)."""
+    """Every held-out evaluation of a run, in step order, from its TensorBoard
+    logs (the run writes no other record)."""
     import tensorflow as tf
 
     history: dict[int, dict[str, float]] = {}

@@ -1,8 +1,6 @@
-"""The study's report: per task and encoder every run's test and dev score
-(`summarise`), ELECTRA against every other arm (`intervals.comparisons`),
-written as `<output>.json`, `<output>.md` and plots (`write_files`), from the
-unit records or from an earlier report, which carries every record
-(`records_from_report`)."""
+"""The study's report (`write_files`): per task and encoder every run's test
+and dev score (`summarise`) and ELECTRA against every other arm, from the unit
+records or from an earlier report, which carries every record."""
 
 from __future__ import annotations
 
@@ -14,12 +12,7 @@ import statistics
 from bench.result_file import write_result
 from bench.studies.paper import plots
 from bench.studies.paper.design import TASKS, is_generator_ablation, label
-from bench.studies.paper.intervals import (
-    LEVEL,
-    SAMPLES,
-    comparisons,
-    interval_text,
-)
+from bench.studies.paper.intervals import LEVEL, SAMPLES, comparisons, interval_text
 from bench.studies.paper.units import encoder_parts, pretraining_key
 
 # How many final epochs `late_gain` looks back over.
@@ -38,27 +31,25 @@ HELD_OUT_SCORES = (
 
 def summarise(setup: dict, records: dict[str, dict]) -> dict:
     """Per task and encoder group, every run's test and dev score."""
-    runs = [r for k, r in records.items() if k.startswith("finetune.")]
-    flops, executed, held_out = {}, {}, {}
+    kept = {}  # encoder: (paper FLOPs, executed FLOPs, held-out scores)
     per_sequence = setup.get("executed_flops_per_sequence", {})
     for key, record in records.items():
         if not key.startswith("pretrain."):
             continue
-        for step, kept in record["kept"].items():
-            flops[kept["encoder"]] = kept["flops"]
-            executed[kept["encoder"]] = (
-                int(step) * setup["batch_size"] * per_sequence[record["variant"]]
-                if record.get("variant") in per_sequence
-                else None
-            )
-            held_out[kept["encoder"]] = kept["held_out"]
+        rate = per_sequence.get(record.get("variant"))
+        for step, k in record["kept"].items():
+            executed = None if rate is None else int(step) * setup["batch_size"] * rate
+            kept[k["encoder"]] = (k["flops"], executed, k["held_out"])
     summary = {}
     for task in setup["tasks"]:
         metric = TASKS[task].metric
         rows = {}
-        for run in (r for r in runs if r["task"] == task):
-            encoder = run["encoder"]
-            variant, pseed, step = encoder_parts(encoder)
+        for key, run in records.items():
+            if not key.startswith("finetune.") or run["task"] != task:
+                continue
+            variant, pseed, step = encoder_parts(run["encoder"])
+            flops, executed, held_out = kept.get(run["encoder"], (0.0, 0.0, {}))
+            chosen = run["epochs"][run["best_epoch"] - 1]
             rows.setdefault((variant, step), []).append(
                 {
                     "pretraining_seed": pseed,
@@ -66,13 +57,13 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
                     "test": run["test"][metric],
                     "dev": run["dev"]["dev"][metric],
                     "best_epoch": run["best_epoch"],
-                    "train": _trained(run, metric),
+                    "train": chosen.get("train", {}).get(metric),
                     "epochs_run": len(run["epochs"]),
                     "late_dev_gain": late_gain(run["epochs"]),
                     "stopped_early": run.get("stopped_early", False),
-                    "flops": flops.get(encoder, 0.0),
-                    "executed_flops": executed.get(encoder, 0.0),
-                    "held_out": held_out.get(encoder, {}),
+                    "flops": flops,
+                    "executed_flops": executed,
+                    "held_out": held_out,
                     # The code the unit started with, and its machine (None
                     # in units recorded before units named theirs).
                     "commit": run.get("commit"),
@@ -86,17 +77,12 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
     return summary
 
 
-def _trained(run: dict, metric: str) -> float | None:
-    """The training score of a run's chosen epoch (None if not logged)."""
-    epoch = run["epochs"][run["best_epoch"] - 1]
-    return epoch.get("train", {}).get(metric)
-
-
 def _describe(variant, step, points) -> dict:
     tests = [p["test"] for p in points]
-    by_run = {}
+    by_run = collections.defaultdict(list)
     for p in points:
-        by_run.setdefault(p["pretraining_seed"], []).append(p["test"])
+        by_run[p["pretraining_seed"]].append(p["test"])
+    trained = [p["train"] for p in points]
     return {
         "variant": variant,
         "step": step,
@@ -118,9 +104,7 @@ def _describe(variant, step, points) -> dict:
         "dev_mean": statistics.fmean(p["dev"] for p in points),
         # How well the runs fit their training data (at the chosen epoch):
         # an encoder that is a poor start shows here as well as on dev.
-        "train_mean": statistics.fmean(p["train"] for p in points)
-        if all(p.get("train") is not None for p in points)
-        else None,
+        "train_mean": None if None in trained else statistics.fmean(trained),
         "best_epoch_is_last": sum(
             p["best_epoch"] == p["epochs_run"] and not p["stopped_early"]
             for p in points
@@ -130,10 +114,9 @@ def _describe(variant, step, points) -> dict:
 
 
 def late_gain(epochs: list[dict]) -> float:
-    """What a run's last `LATE_EPOCHS` epochs added to its best dev score
-    (0 if it ran no more epochs than that). With the learning rate decayed
-    to zero over the maximum epochs, the last epoch is often the best by a
-    hair; a small late gain says the run had converged all the same."""
+    """What a run's last `LATE_EPOCHS` epochs added to its best dev score. With
+    the learning rate decayed to zero over the maximum epochs, the last epoch is
+    often the best by a hair; a small late gain says the run had converged."""
     scores = [e["score"] for e in epochs]
     if len(scores) <= LATE_EPOCHS:
         return 0.0
@@ -141,9 +124,7 @@ def late_gain(epochs: list[dict]) -> float:
 
 
 def runs_in_progress(setup, store) -> dict:
-    """Pre-training runs not yet recorded whole: their newest checkpoint's
-    step and every held-out evaluation so far, read from their run
-    directories, so a report written mid-study shows how far each has come."""
+    """How far each pre-training run not yet recorded has come."""
     import tensorflow as tf
 
     from bench.studies.paper.pretraining import held_out_history
@@ -170,9 +151,7 @@ def runs_in_progress(setup, store) -> dict:
 
 
 def records_from_report(report: dict) -> dict[str, dict]:
-    """The unit records a report was written from: it carries every
-    pre-training record (their held-out histories apart) and every
-    fine-tuning record whole."""
+    """The unit records a report was written from."""
     histories = report["held_out_histories"]
     records = {
         key: {**record, "held_out_history": histories[key]}
@@ -182,23 +161,20 @@ def records_from_report(report: dict) -> dict[str, dict]:
 
 
 def write_files(output, setup, records, header, in_progress, weights) -> None:
-    """`<output>.json` (`header` first, then every record and the summary),
-    `<output>.md` and the plots (`plots.draw`)."""
+    """`<output>.json` (`header` first), `<output>.md` and the plots."""
     summary = summarise(setup, records)
     compared = comparisons(setup, summary)
     output = pathlib.Path(output)
+    pretraining = {k: r for k, r in records.items() if k.startswith("pretrain.")}
     report = {
         **header,
         "setup": setup,
         "pretraining": {
-            k: {key: value for key, value in r.items() if key != "held_out_history"}
-            for k, r in records.items()
-            if k.startswith("pretrain.")
+            k: {key: v for key, v in r.items() if key != "held_out_history"}
+            for k, r in pretraining.items()
         },
         "held_out_histories": {
-            k: r.get("held_out_history")
-            for k, r in records.items()
-            if k.startswith("pretrain.")
+            k: r.get("held_out_history") for k, r in pretraining.items()
         },
         "in_progress": in_progress,
         "encoder_weights": weights,
@@ -214,10 +190,9 @@ def write_files(output, setup, records, header, in_progress, weights) -> None:
 
 
 def encoder_weights(store, previous_report: pathlib.Path) -> dict:
-    """Weight scales of every kept encoder: measured from the encoders on
-    disk, and carried over from the previous report for encoders no longer
-    there (a study's scratch directory can be lost between sessions while its
-    records live on in the report; the scales stay figures)."""
+    """Weight scales of every kept encoder on disk, and from the previous report
+    for encoders no longer there (a scratch directory can be lost between
+    sessions while its records live on in the report)."""
     measured = {
         path.name: weight_scales(path)
         for path in (store.directory.parent / "encoders").glob("*")
@@ -235,34 +210,28 @@ def encoder_weights(store, previous_report: pathlib.Path) -> dict:
 
 
 def weight_scales(encoder_dir: pathlib.Path) -> dict:
-    """Root-mean-square of a kept encoder's weight matrices: the token
-    embeddings, and per block the attention and feed-forward kernels. Set
-    beside the fresh initialisation's scale (a truncated normal of the
-    preset's `initializer_range`), they show what pre-training and its
-    weight decay did to the start fine-tuning gets."""
+    """Root-mean-square of a kept encoder's token embeddings and, per block, its
+    attention and feed-forward kernels: beside the fresh initialisation's scale,
+    what pre-training and its weight decay did to the start fine-tuning gets."""
     import h5py
     import numpy as np
 
-    kernels = []
-    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
-        weights.visititems(
-            lambda name, item: (
-                kernels.append((name, np.asarray(item)))
-                if isinstance(item, h5py.Dataset) and item.ndim >= 2
-                else None
-            )
-        )
-    embeddings = None
-    blocks = {"attention": {}, "feed_forward": {}}
-    for name, kernel in kernels:
+    embeddings, blocks = [None], {"attention": {}, "feed_forward": {}}
+
+    def visit(name, item):
+        if not isinstance(item, h5py.Dataset) or item.ndim < 2:
+            return
         if "reversible_embedding" in name:
-            embeddings = kernel
+            embeddings.append(np.asarray(item))
         # Blocks are "transformer_encoder[_N]" in encoders saved before the
         # encoder had its own layer class, "electra_transformer_layer[_N]" since.
         block = next((p for p in name.split("/") if "transformer" in p), "")
         kind = "attention" if "_self_attention_layer/" in name else "feed_forward"
         if block and ("_self_attention_layer/" in name or "_feedforward_" in name):
-            blocks[kind].setdefault(block, []).append(kernel.ravel())
+            blocks[kind].setdefault(block, []).append(np.asarray(item).ravel())
+
+    with h5py.File(encoder_dir / "model.weights.h5", "r") as weights:
+        weights.visititems(visit)
 
     def rms(values):
         return float(np.sqrt(np.mean(np.square(values))))
@@ -272,7 +241,7 @@ def weight_scales(encoder_dir: pathlib.Path) -> dict:
         return int(tail) if tail.isdigit() else 0
 
     return {
-        "token_embeddings": None if embeddings is None else rms(embeddings),
+        "token_embeddings": None if embeddings[-1] is None else rms(embeddings[-1]),
         **{
             kind: [rms(np.concatenate(found[b])) for b in sorted(found, key=depth)]
             for kind, found in blocks.items()
@@ -281,16 +250,17 @@ def weight_scales(encoder_dir: pathlib.Path) -> dict:
 
 
 def markdown(setup, summary, compared, encoder_weights=None) -> str:
+    joined = {
+        k: ", ".join(f"{t} {e}" for t, e in setup[k].items())
+        for k in ("max_epochs", "patience")
+    }
     lines = [
         f"Budget {setup['budget_flops']:.3g} pre-training FLOPs per run (the "
         f"paper's count; {setup['preset']} preset, batch {setup['batch_size']}). "
         "Test score of the epoch chosen on dev: mean ± standard deviation over "
         "every (pre-training run, fine-tuning seed); per pre-training run in "
-        "brackets. Fine-tuning: up to "
-        + ", ".join(f"{t} {e}" for t, e in setup["max_epochs"].items())
-        + " epochs, early stopping on dev with patience "
-        + ", ".join(f"{t} {e}" for t, e in setup["patience"].items())
-        + "."
+        f"brackets. Fine-tuning: up to {joined['max_epochs']} epochs, early "
+        f"stopping on dev with patience {joined['patience']}."
         + (
             f" POS trains on {setup['pos_train_sentences']:,} sentences sampled "
             "from its training split, the same for every run."
@@ -332,21 +302,17 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             "code | machine |",
             "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---|---|",
         ]
-        for point in points.values():
-            per_run = ", ".join(
-                f"{v:.4f}" for v in point["test_mean_per_pretraining_run"].values()
-            )
+        for p in points.values():
+            per_run = _values(p["test_mean_per_pretraining_run"].values())
             lines.append(
-                f"| {label(point['variant'])} | {point['step']} | "
-                f"{point['flops']:.3g} | {point['executed_flops'] or 0:.3g} | "
-                f"{_runs(point['runs'])} | "
-                f"{point['test_mean']:.4f} ± {point['test_std']:.4f} | {per_run} | "
-                f"{held_out_score(point)} | "
-                f"{point['dev_mean']:.4f} | {_score(point.get('train_mean'))} | "
-                f"{point['best_epoch_is_last']} of "
-                f"{point['finetuning_runs']} | {point['late_dev_gain_mean']:+.4f} | "
-                f"{_counted(point['runs'], 'commit')} | "
-                f"{_counted(point['runs'], 'machine')} |"
+                f"| {label(p['variant'])} | {p['step']} | {p['flops']:.3g} | "
+                f"{p['executed_flops'] or 0:.3g} | {_runs(p['runs'])} | "
+                f"{p['test_mean']:.4f} ± {p['test_std']:.4f} | {per_run} | "
+                f"{held_out_score(p)} | {p['dev_mean']:.4f} | "
+                f"{_score(p.get('train_mean'))} | {p['best_epoch_is_last']} of "
+                f"{p['finetuning_runs']} | {p['late_dev_gain_mean']:+.4f} | "
+                f"{_counted(p['runs'], 'commit')} | "
+                f"{_counted(p['runs'], 'machine')} |"
             )
         for name, interval in compared.get(task, {}).items():
             lines += ["", f"{name}: {interval_text(name, interval)}"]
@@ -370,11 +336,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
         for name, scales in encoder_weights.items():
             lines.append(
                 f"| {name} | {_score(scales['token_embeddings'])} | "
-                + " | ".join(
-                    ", ".join(f"{v:.4f}" for v in scales[kind])
-                    for kind in ("attention", "feed_forward")
-                )
-                + " |"
+                f"{_values(scales['attention'])} | {_values(scales['feed_forward'])} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -411,3 +373,7 @@ def _counted(runs, field: str) -> str:
 
 def _score(value) -> str:
     return "-" if value is None else f"{value:.4f}"
+
+
+def _values(values) -> str:
+    return ", ".join(f"{v:.4f}" for v in values)

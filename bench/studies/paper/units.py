@@ -1,8 +1,6 @@
-"""The study as units, each done once and recorded as one JSON file under
-`<out-dir>/units/` (`Store`): `pretrain.<variant>.p<seed>` keeps an encoder
-at every kept step, `finetune.<task>.<encoder>.f<seed>` is one fine-tuning
-run. `plan_units` lists them in the order they are best run; `to_run` says
-which a rerun still needs."""
+"""The study as units, each recorded as one JSON file (`Store`):
+`pretrain.<variant>.p<seed>` keeps an encoder at every kept step,
+`finetune.<task>.<encoder>.f<seed>` is one fine-tuning run."""
 
 from __future__ import annotations
 
@@ -15,14 +13,15 @@ from bench.result_file import write_result
 
 
 class Store:
-    """One JSON file per finished unit under `<out-dir>/units/`."""
+    """One JSON file per finished unit under `<out-dir>/units/`, and a
+    `<key>.running` file holding the pid of the process that runs it."""
 
     def __init__(self, out_dir: pathlib.Path):
         self.directory = out_dir / "units"
         self.directory.mkdir(parents=True, exist_ok=True)
 
-    def path(self, key: str) -> pathlib.Path:
-        return self.directory / f"{key}.json"
+    def path(self, key: str, suffix=".json") -> pathlib.Path:
+        return self.directory / f"{key}{suffix}"
 
     def done(self, key: str) -> bool:
         return self.path(key).exists()
@@ -34,17 +33,16 @@ class Store:
         write_result(self.path(key), record)
 
     def claim(self, key: str) -> None:
-        """Marks `key` as run by this process, for other schedulers."""
-        (self.directory / f"{key}.running").write_text(str(os.getpid()))
+        self.path(key, ".running").write_text(str(os.getpid()))
 
     def release(self, key: str) -> None:
-        (self.directory / f"{key}.running").unlink(missing_ok=True)
+        self.path(key, ".running").unlink(missing_ok=True)
 
     def busy(self, key: str) -> bool:
         """Whether another live process runs `key` (a second scheduler on the
         same directory, or a unit left running by one that was stopped)."""
         try:
-            pid = int((self.directory / f"{key}.running").read_text())
+            pid = int(self.path(key, ".running").read_text())
             os.kill(pid, 0)
         except (OSError, ValueError):
             return False
@@ -60,27 +58,21 @@ def pretraining_key(name: str, pseed: int) -> str:
     return f"pretrain.{name}.p{pseed}"
 
 
-def finetuning_key(task: str, encoder: str, fseed: int) -> str:
-    return f"finetune.{task}.{encoder}.f{fseed}"
-
-
 def pretraining_key_parts(key: str) -> tuple[str, int]:
-    """The variant and pre-training seed of a `pretraining_key`. Split from
-    the right: variant names hold dots (`electra_generator_0.25`)."""
+    """Split from the right: variant names hold dots (`electra_generator_0.25`)."""
     name, pseed = key.removeprefix("pretrain.").rsplit(".p", 1)
     return name, int(pseed)
 
 
 def finetuning_key_parts(key: str) -> tuple[str, str, int]:
-    """The task, encoder and fine-tuning seed of a `finetuning_key`."""
+    """The task, encoder and fine-tuning seed of `finetune.<task>.<encoder>.f<seed>`."""
     task, rest = key.removeprefix("finetune.").split(".", 1)
     encoder, fseed = rest.rsplit(".f", 1)
     return task, encoder, int(fseed)
 
 
 def encoder_parts(encoder: str) -> tuple[str, int, int]:
-    """The variant, pre-training seed and step of an encoder's name
-    (`electra-p2-s6000`; `none-p3` is no pre-training, at step 0)."""
+    """`electra-p2-s6000`: ("electra", 2, 6000); `none-p3`: ("none", 3, 0)."""
     if encoder.startswith("none-"):
         return "none", int(encoder.split("-p")[1]), 0
     name_seed, step = encoder.rsplit("-s", 1)
@@ -91,27 +83,19 @@ def encoder_parts(encoder: str) -> tuple[str, int, int]:
 @dataclasses.dataclass(frozen=True)
 class Unit:
     key: str
-    # The unit whose record it needs (a pre-training run), if any.
-    needs: str | None
-    # Order: lower first among the ready ones.
-    priority: tuple
+    needs: str | None  # the pre-training run whose record it needs, if any
+    priority: tuple  # lower first among the ready ones
 
 
 def plan_units(setup: dict) -> list[Unit]:
-    """Every unit of the study, in the order they are best run.
-
-    Tasks in the order given: the first task's fine-tuning comes before any
-    of the next's, so a budget cut short leaves one task's comparison over
-    every pre-training seed rather than two tasks' over one. Within a task,
-    a pre-training seed's runs come before the next seed's, and the final
-    encoders' fine-tuning before the next seed's pre-training (curve points
-    after them). A variant given fewer seeds (`--seeds-of`: an ablation row,
-    not a headline comparison) runs its seeds with the last of the others',
-    after them, in the order the variants were given.
-    """
+    """Every unit of the study, in the order they are best run: the first
+    task's fine-tuning before any of the next's (a budget cut short leaves one
+    task's comparison over every pre-training seed rather than two tasks' over
+    one); within a task, a seed's runs and its final encoders' fine-tuning before
+    the next seed's (curve points after them). A variant given fewer seeds (an
+    ablation row) runs its seeds with the last of the others', after them."""
     units = []
-    fseeds = setup["finetune_seeds"]
-    tasks = setup["tasks"]
+    fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
@@ -120,11 +104,9 @@ def plan_units(setup: dict) -> list[Unit]:
             units.append(Unit(run, None, (0, rank, 0, ablation, given, name)))
             for step in kept_steps(setup, name, pseed):
                 final = step == setup["kept_steps"][name][-1]
-                seeds = fseeds if final else fseeds[: setup["curve_seeds"]]
                 for t, task in enumerate(tasks):
-                    for fseed in seeds:
-                        encoder = f"{name}-p{pseed}-s{step}"
-                        key = finetuning_key(task, encoder, fseed)
+                    for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
+                        key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
                         order = (t, rank, 1 if final else 2, ablation, given, key)
                         units.append(Unit(key, run, order))
     # No pre-training sorts after every variant's final encoders of its rank.
@@ -132,15 +114,13 @@ def plan_units(setup: dict) -> list[Unit]:
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                key = finetuning_key(task, f"none-p{pseed}", fseed)
-                order = (t, rank, 1, False, after_variants, key)
-                units.append(Unit(key, None, order))
+                key = f"finetune.{task}.none-p{pseed}.f{fseed}"
+                units.append(Unit(key, None, (t, rank, 1, False, after_variants, key)))
     return units
 
 
 def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
-    """The steps at which run `name`, seed `pseed`, keeps its encoder: every
-    planned one on a curve seed, else only the last."""
+    """Every planned step on a curve seed, else only the last."""
     steps = setup["kept_steps"][name]
     # Studies begun before the flag kept curves on every seed.
     curves = setup.get("curve_pretraining_seeds", setup["pretraining_seeds"])
@@ -148,7 +128,6 @@ def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
 
 
 def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit]:
-    """Units to run (`to_run`) that no process runs now, in priority order."""
     ready = [
         u
         for u in units
@@ -158,24 +137,17 @@ def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit
 
 
 def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
-    """Whether `unit` can run now and is needed: a fine-tuning unit not done
-    whose encoder is kept, a pre-training run not recorded, or a recorded
-    one whose encoders a fine-tuning unit still needs and are gone from disk
-    (it runs again from its seed: `pretraining.pretrain_unit`'s rebuild)."""
-    if store.done(unit.key):
-        return (
-            unit.needs is None
-            and unit.key.startswith("pretrain.")
-            and any(
-                u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
-                for u in units
-            )
-        )
-    return unit.needs is None or _kept(store, unit)
+    """Whether `unit` can run now and is needed: not done and its encoder kept,
+    or a recorded pre-training run whose encoders are gone from disk while a
+    unit needs them (rebuilt: `pretraining.pretrain_unit`)."""
+    if not store.done(unit.key):
+        return unit.needs is None or _kept(store, unit)
+    return unit.key.startswith("pretrain.") and any(
+        u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
+        for u in units
+    )
 
 
 def _kept(store: Store, unit: Unit) -> bool:
-    """Whether a fine-tuning unit's encoder is on disk (kept by its run,
-    finished or going on)."""
     _, encoder, _ = finetuning_key_parts(unit.key)
     return (store.directory.parent / "encoders" / encoder / "config.json").exists()
