@@ -278,7 +278,7 @@ def build_pretraining_data(
             100 * stats["unknown_token_rate"],
             100 * UNKNOWN_TOKEN_WARNING,
             vocabulary.size,
-            vocabulary.path,
+            os.path.join(output_dir, VOCABULARY_FILE),
         )
     vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
     _write_json(os.path.join(output_dir, STATS_FILE), stats)

@@ -470,9 +470,9 @@ def _check_resume(model_dir: str, latest: str | None, settings: dict) -> list:
         except json.JSONDecodeError as error:
             raise ConfigError(f"{path} is not JSON: {error}") from error
     history = list(run_config.get("resumed", []))
-    changes = resume_changes(run_config, settings, latest, path)
+    step = int(latest.rsplit("-", 1)[1])
+    changes = resume_changes(run_config, settings, latest, path, step)
     if changes:
-        step = int(latest.rsplit("-", 1)[1])
         shown = ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
         logger.info("Resuming %s at step %d with %s", model_dir, step, shown)
         history.append({"step": step, "changes": changes})

@@ -186,12 +186,13 @@ def check_position_table(max_seq_length: int, positions: int, flags) -> None:
     )
 
 
-# What a resumed run may change (flags a user may give differently when he
-# reruns a model directory): paths (a directory copied or moved), how long it
-# trains, how and where it runs, and what is kept or evaluated. Every other
-# setting is the run's: the model, the objective, the optimizer, the batch
-# and the data order. `config.json` records each resume's changes
-# (`resumed`), so it keeps saying what trained the run.
+# What a resumed run may change (flags a user may give differently when they
+# rerun a model directory): paths (a directory copied or moved), how long it
+# trains and its peak learning rate (lowered after an instability, as the
+# original's users did), how and where it runs, and what is kept or
+# evaluated. Every other setting is the run's: the model, the objective, the
+# rest of the optimizer, the batch and the data order. `config.json` records
+# each resume's changes (`resumed`), so it keeps saying what trained the run.
 RESUMABLE_SETTINGS = frozenset(
     {
         "model_dir",
@@ -199,6 +200,7 @@ RESUMABLE_SETTINGS = frozenset(
         "eval_data",
         "train_steps",
         "total_steps",
+        "learning_rate",
         "keep_checkpoints",
         "eval_every_checkpoints",
         "eval_steps",
@@ -211,14 +213,17 @@ RESUMABLE_SETTINGS = frozenset(
 
 
 def resume_changes(
-    run_config: dict, configs: dict, checkpoint: str, config_path: str
+    run_config: dict, configs: dict, checkpoint: str, config_path: str, step: int
 ) -> dict[str, list]:
     """The resumable settings that `configs` changes from the run's `config.json`.
 
     `run_config` is the run's `config.json` as a dict and `configs` this
-    call's, in the same form (`{"model": {...}, "pretraining": {...}, ...}`).
-    Returns `{setting: [run's value, new value]}` for the settings of
-    `RESUMABLE_SETTINGS` that differ.
+    call's, in the same form (`{"model": {...}, "pretraining": {...}, ...}`);
+    `step` is the checkpoint's. Returns `{setting: [run's value, new value]}`
+    for the settings of `RESUMABLE_SETTINGS` that differ, and for
+    `checkpoint_every` if it changes to a divisor of `step` (the run's epochs
+    are counted in checkpoints from step 0, so the resumed run's must start at
+    `step`; e.g. more --steps than a run shorter than its checkpoint interval).
 
     Raises:
         ConfigError: naming every other setting that differs, with the run's
@@ -230,7 +235,10 @@ def resume_changes(
         for name, value in values.items():
             if name not in stored or stored[name] == value:
                 continue
-            if name in RESUMABLE_SETTINGS:
+            resumable = name in RESUMABLE_SETTINGS or (
+                name == "checkpoint_every" and step % value == 0
+            )
+            if resumable:
                 changed[name] = [stored[name], value]
             else:
                 refused.append(f"{name} {stored[name]!r}, not {value!r}")
