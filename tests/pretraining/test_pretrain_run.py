@@ -324,27 +324,32 @@ def test_a_resumable_change_is_recorded_in_config_json(uninterrupted, tmp_path):
         assert after[section] == before[section]
 
 
-def test_shards_of_another_vocabulary_without_stats_are_refused(
-    uninterrupted, tmp_path
-):
-    """TFRecords copied without their stats.json and vocab.txt, given the
-    bundled BERT vocabulary: refused before training (on main they trained)."""
+def test_shards_of_another_vocabulary_without_stats_are_refused(tmp_path):
+    """Shards built with the demo vocabulary (4,691 tokens), copied without
+    their stats.json and vocab.txt, given BERT's (30,522): every id is in
+    range, so on main they trained silently; refused before training."""
+    from electra_tf.cli import build_data
+
+    built = tmp_path / "built"
+    demo_vocabulary = REPO / "electra_tf" / "assets" / "demo_vocab.txt"
+    code = build_data.main(
+        ["--input", str(CORPUS), "--vocab", str(demo_vocabulary), "--output-dir"]
+        + [str(built), "--max-seq-length", "64", "--num-shards", "2", "--no-progress"]
+    )
+    assert code == 0
     shards = tmp_path / "shards"
     shards.mkdir()
-    for path in (uninterrupted / "data").glob("train-*"):
+    for path in built.glob("train-*"):
         (shards / path.name).write_bytes(path.read_bytes())
-    demo_vocabulary = REPO / "electra_tf" / "assets" / "demo_vocab.txt"
-    result = _run(
-        tmp_path / "run",
-        "--data",
-        str(shards / "train-*"),
-        "--vocab",
-        str(demo_vocabulary),
-    )
+    bert_vocabulary = REPO / "electra_tf" / "assets" / "vocab.txt"
+    result = _run(tmp_path / "run", "--data", str(shards / "train-*"))
     assert result.returncode == 2, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith(f"error: {shards}/train-00000-of-00008.tfrecord, record 0")
-    assert "another vocabulary" in last and str(demo_vocabulary) in last
+    assert last == (
+        f"error: {shards}/train-00000-of-00002.tfrecord, record 0: starts with "
+        f"token id 2, but [CLS] is 101 in {bert_vocabulary}: the data were built "
+        "with another vocabulary; pass theirs with --vocab"
+    )
     assert not (tmp_path / "run" / "checkpoints").exists()
 
 
