@@ -454,7 +454,7 @@ def cases(Case) -> list:
     # fmt: on
 
 
-_LABELLED = b"sentence,label\n" + b"".join(
+_LABELLED = b"text,label\n" + b"".join(
     f"a fine film number {i},{i % 2}\n".encode() for i in range(40)
 )
 

@@ -30,10 +30,11 @@ def test_the_probe_runs_cases_and_writes_their_classes(tmp_path):
     record = json.loads(output.read_text())
     classes = {case["name"]: case["class"] for case in record["cases"]}
     assert classes == dict.fromkeys(names, "right"), record["cases"]
-    unreadable = record["cases"][2]
+    (unreadable,) = [c for c in record["cases"] if c["name"] == names[2]]
     assert unreadable["last_line"].startswith("error: ")
     assert "corpus.txt" in unreadable["last_line"]
     assert "Permission denied" in unreadable["last_line"]
+    assert record["finished"] and record["cases_planned"] == 3
     assert record["counts"]["all"]["right"] == 3
     assert record["counts"]["electra-build-data"]["right"] == 2
     assert "electra-build-data" in result.stdout

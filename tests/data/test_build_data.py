@@ -10,6 +10,7 @@ import doctest
 import gzip
 import hashlib
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -509,6 +510,8 @@ def test_a_non_utf8_corpus_gives_its_line_without_a_traceback(tmp_path):
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT,
+        # TensorFlow's log as a user sees it (the suite quietens it).
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1] == (
