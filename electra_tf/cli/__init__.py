@@ -94,7 +94,8 @@ def file_system_error_line(error: Exception) -> str | None:
 # The phrases of an OS error inside a TensorFlow FailedPreconditionError
 # (which is also raised for things that are not about files).
 _FILE_SYSTEM_WORDS = re.compile(
-    r"Is a directory|Not a directory|Read-only file system|Permission denied"
+    r"is a directory|not a directory|read-only file system|permission denied",
+    re.IGNORECASE,
 )
 
 

@@ -57,6 +57,10 @@ def _raising(error):
             tf.errors.FailedPreconditionError(
                 None, None, "/d/f/run is not a directory"
             ),
+            "/d/f/run is not a directory",
+        ),
+        (
+            tf.errors.FailedPreconditionError(None, None, "Could not find variable x"),
             None,
         ),
         (
