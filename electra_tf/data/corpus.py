@@ -23,6 +23,7 @@ dataset, one example a document (see `tfds_corpus`).
 from __future__ import annotations
 
 import gzip
+import logging
 import os
 import zlib
 from collections.abc import Iterator
@@ -43,6 +44,11 @@ DEMO_CORPUS = os.path.join(
 # Bytes read at a time: large enough that per-block work is negligible, small
 # enough that memory stays flat whatever the file size.
 _BLOCK_BYTES = 1 << 20
+# A line longer than this (in characters) is warned about: corpora hold a
+# sentence (or a paragraph) a line; a file without line breaks is one line.
+LONG_LINE = 100_000
+
+logger = logging.getLogger(__name__)
 
 
 def expand_paths(patterns) -> list:
@@ -123,7 +129,19 @@ def iter_documents(path) -> Iterator[list[str]]:
         yield from path.iter_documents()
         return
     document: list[str] = []
-    for line in iter_lines(path):
+    warned = False
+    for number, line in enumerate(iter_lines(path), 1):
+        if len(line) > LONG_LINE and not warned:
+            warned = True
+            logger.warning(
+                "%s, line %d: a line of %d characters, read as ONE sentence of "
+                "one document (a line is a sentence and a blank line ends a "
+                "document; text without line breaks is cut to one example); "
+                "split it into sentences and documents",
+                path,
+                number,
+                len(line),
+            )
         line = line.strip()
         if line:
             document.append(line)

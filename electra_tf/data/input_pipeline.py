@@ -137,12 +137,34 @@ def check_sequence_length(files: list[str], max_seq_length: int) -> None:
             `tf.train.Example`s with our features, or holds another length; or if
             every file is empty.
     """
+    path, example = first_example(files)
+    features = example.features.feature
+    for name in FEATURE_NAMES:
+        length = len(features[name].int64_list.value)
+        if length != max_seq_length:
+            raise DataError(
+                f"{path} holds sequences of length {length} (feature {name!r}) but "
+                f"the run expects max_seq_length {max_seq_length}; rebuild the data "
+                "or pass a matching max_seq_length"
+            )
+
+
+def first_example(files: list[str]) -> tuple[str, tf.train.Example]:
+    """The first record of the first non-empty file of `files`, with its file.
+
+    Raises:
+        DataError: naming the file, if it is a directory, not a TFRecord file
+            of `tf.train.Example`s with our features; or if every file is empty.
+    """
     for path in files:
+        if tf.io.gfile.isdir(path):
+            raise DataError(f"{path} is a directory, not a TFRecord file")
         try:
             record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except tf.errors.OpError as error:
+            reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
             raise DataError(
-                f"{path} is not a readable TFRecord file: {error.message}"
+                f"{path} is not a readable TFRecord file: {reason}"
             ) from error
         if record is not None:
             break
@@ -161,13 +183,53 @@ def check_sequence_length(files: list[str], max_seq_length: int) -> None:
                 f"{path} has no feature {name!r} (it has {sorted(features)}); "
                 "build the data with electra_tf.data.tfrecord_writer"
             )
-        length = len(features[name].int64_list.value)
-        if length != max_seq_length:
-            raise DataError(
-                f"{path} holds sequences of length {length} (feature {name!r}) but "
-                f"the run expects max_seq_length {max_seq_length}; rebuild the data "
-                "or pass a matching max_seq_length"
-            )
+    return path, example
+
+
+# Records read per file, and files read, by `check_vocabulary_of_records`.
+VOCABULARY_CHECK_RECORDS = 200
+VOCABULARY_CHECK_FILES = 4
+
+
+def check_vocabulary_of_records(files: list[str], vocabulary: Vocabulary) -> None:
+    """Checks a sample of the records of `files` against `vocabulary`.
+
+    Reads the first `VOCABULARY_CHECK_RECORDS` records of the first
+    `VOCABULARY_CHECK_FILES` files: every id must be inside the vocabulary and
+    every example must start with its `[CLS]` id (the builder's examples all
+    do). Data built with another vocabulary fail one or the other, unless both
+    vocabularies put `[CLS]` at the same id and the data's is the smaller
+    (`stats.json`'s md5, when there is one, catches that case too).
+
+    Raises:
+        DataError: naming the file, the record and the id, and the vocabulary.
+    """
+    cls_id, size = vocabulary.cls_id, vocabulary.size
+    for path in files[:VOCABULARY_CHECK_FILES]:
+        records = tf.data.TFRecordDataset(path).take(VOCABULARY_CHECK_RECORDS)
+        try:
+            for index, record in enumerate(records):
+                features = tf.train.Example.FromString(record.numpy()).features
+                ids = features.feature["input_ids"].int64_list.value
+                if not ids:
+                    continue
+                largest = max(ids)
+                if largest >= size:
+                    raise DataError(
+                        f"{path}, record {index}: token id {largest} is outside "
+                        f"the vocabulary {vocabulary.path} ({size} tokens): the "
+                        "data were built with another vocabulary; pass theirs "
+                        "with --vocab"
+                    )
+                if ids[0] != cls_id:
+                    raise DataError(
+                        f"{path}, record {index}: starts with token id {ids[0]}, "
+                        f"but [CLS] is {cls_id} in {vocabulary.path}: the data "
+                        "were built with another vocabulary; pass theirs with "
+                        "--vocab"
+                    )
+        except (tf.errors.OpError, KeyError):
+            continue  # damaged files are named by the pipeline's own checks
 
 
 def find_corrupt_files(files: list[str]) -> list[tuple[str, str, int]]:

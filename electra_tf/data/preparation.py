@@ -17,7 +17,13 @@ import tensorflow as tf
 
 from electra_tf.config import ConfigError
 from electra_tf.data.corpus import DEMO_CORPUS
-from electra_tf.data.input_pipeline import list_files, read_data_stats
+from electra_tf.data.input_pipeline import (
+    DataError,
+    check_vocabulary_of_records,
+    first_example,
+    list_files,
+    read_data_stats,
+)
 from electra_tf.data.tfds_corpus import TfdsCorpus, is_tfds_source
 from electra_tf.data.tfrecord_format import STATS_FILE, VOCABULARY_FILE
 from electra_tf.data.tfrecord_writer import (
@@ -89,7 +95,8 @@ def prepare_pretraining_data(
     """
     vocab_path = vocab
     if data:
-        data_dir = os.path.dirname(list_files(data)[0])
+        files = _data_files(data)
+        data_dir = os.path.dirname(files[0])
         train_data = data
         beside = os.path.join(data_dir, "eval-*")
         if not eval_data and tf.io.gfile.glob(beside):
@@ -131,6 +138,10 @@ def prepare_pretraining_data(
         vocab_path or os.path.join(data_dir, VOCABULARY_FILE), lowercase
     )
     stats = read_data_stats(data_dir)
+    if data:
+        # Data built with another vocabulary, caught from the records
+        # themselves (a stats.json may be missing; its md5 is checked below).
+        check_vocabulary_of_records(files, vocabulary)
     if max_seq_length is None:
         if not stats or not data:
             raise ConfigError(f"give max_seq_length: {data_dir} has no {STATS_FILE}")
@@ -157,6 +168,31 @@ def prepare_pretraining_data(
         data_dir=data_dir,
         max_seq_length=max_seq_length,
     )
+
+
+def _data_files(data: str) -> list[str]:
+    """The files of `--data`, which must be TFRecords (checked on the first
+    record, before a vocabulary is looked for beside them).
+
+    Raises:
+        DataError: naming `--data`, what it expects and what it was given.
+    """
+    for pattern in data.split(","):
+        if pattern.strip() and tf.io.gfile.isdir(pattern.strip()):
+            raise DataError(
+                f"--data {pattern.strip()} is a directory: --data takes TFRecord "
+                "files as a pattern, e.g. "
+                f"{os.path.join(pattern.strip(), 'train-*')}"
+            )
+    files = list_files(data)
+    try:
+        first_example(files)
+    except DataError as error:
+        raise DataError(
+            f"--data takes TFRecords built by electra-build-data (raw text goes "
+            f"to --corpus): {error}"
+        ) from error
+    return files
 
 
 def build_corpus_data(

@@ -43,6 +43,7 @@ import dataclasses
 import functools
 import hashlib
 import json
+import logging
 import multiprocessing
 import os
 import re
@@ -63,8 +64,14 @@ from electra_tf.data.tfrecord_format import (
     serialize_examples,
 )
 from electra_tf.errors import ElectraError
+from electra_tf.presets import PRESETS
+
+logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "eval")
+# A build whose share of [UNK] tokens is above this warns: the vocabulary
+# does not fit the text (BERT's uncased vocabulary gives ~0.1% on English).
+UNKNOWN_TOKEN_WARNING = 0.05
 # Files being written carry this prefix: hidden, and never matched by `train-*`,
 # so a killed build leaves no partial shard under a name a reader would pick up.
 TEMPORARY_PREFIX = ".tmp-"
@@ -224,6 +231,14 @@ def build_pretraining_data(
         if "eval" in writers and not totals.eval_examples:
             # No document was drawn for evaluation (a small corpus): no eval shards.
             writers.pop("eval").discard()
+            logger.warning(
+                "no document was held out for evaluation (%d documents at "
+                "eval_fraction %g): runs on these data will have no held-out "
+                "evaluation and no eval_results.json; give a larger corpus (more "
+                "documents, separated by blank lines) or a larger eval_fraction",
+                totals.documents,
+                eval_fraction,
+            )
         for writer in writers.values():
             writer.commit()
     except BaseException:
@@ -255,6 +270,16 @@ def build_pretraining_data(
         "num_shards": num_shards,
         "num_eval_shards": len(writers["eval"].final) if "eval" in writers else 0,
     }
+    if stats["unknown_token_rate"] > UNKNOWN_TOKEN_WARNING:
+        logger.warning(
+            "%.1f%% of the corpus' tokens are [UNK] (above %.0f%%): the "
+            "vocabulary (%d tokens, %s) does not fit this text; learn a larger "
+            "one (--learn-vocab-size) or give one of its language and casing",
+            100 * stats["unknown_token_rate"],
+            100 * UNKNOWN_TOKEN_WARNING,
+            vocabulary.size,
+            os.path.join(output_dir, VOCABULARY_FILE),
+        )
     vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
     _write_json(os.path.join(output_dir, STATS_FILE), stats)
     keep = {os.path.basename(path) for w in writers.values() for path in w.final}
@@ -267,6 +292,17 @@ def _check_arguments(
 ):
     if max_seq_length < 8:
         raise BuildError(f"max_seq_length must be at least 8, got {max_seq_length}")
+    longest = max(preset.model.max_sequence_length for preset in PRESETS.values())
+    if max_seq_length > longest:
+        # Not refused: a model given more positions (--hparams) reads them.
+        logger.warning(
+            "max_seq_length %d is longer than any preset's position table (at "
+            "most %d): only a model given --hparams "
+            "'{\"max_sequence_length\": %d}' or more can train on these shards",
+            max_seq_length,
+            longest,
+            max_seq_length,
+        )
     if not 0.0 <= eval_fraction < 1.0:
         raise BuildError(f"eval_fraction must be in [0, 1), got {eval_fraction}")
     if num_shards < 1:

@@ -288,8 +288,8 @@ def learn_vocabulary(
                     read["sentences"] += len(document)
                     yield from document
         except CorpusError as error:
+            # Ends the stream: raised here, tf.data would log its traceback.
             read["error"] = error
-            raise
 
     dataset = tf.data.Dataset.from_generator(
         sentences, output_signature=tf.TensorSpec([], tf.string)
@@ -309,6 +309,8 @@ def learn_vocabulary(
         if not read["sentences"]:
             raise CorpusError(no_text) from None
         raise
+    if read["error"] is not None:
+        raise read["error"]
     if not read["sentences"]:
         raise CorpusError(no_text)
     output_path = os.fspath(output_path)

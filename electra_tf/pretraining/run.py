@@ -26,6 +26,7 @@ from electra_tf.data.input_pipeline import (
     data_check_failure,
     explain_data_loss,
     make_pretraining_dataset,
+    read_data_stats,
 )
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import check_vocabulary_fits
@@ -55,7 +56,11 @@ from electra_tf.pretraining.checkpoint import checkpoint_step, restore_weights
 from electra_tf.pretraining.distributed_loop import DistributedLoop
 from electra_tf.pretraining.health import TrainingHealth, TrainingHealthMonitor
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
+from electra_tf.pretraining.settings import (
+    PretrainingFlags,
+    resolve_configs,
+    resume_changes,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -205,6 +210,7 @@ def pretrain(flags: PretrainingFlags) -> dict:
         learn_vocab_size=flags.learn_vocab_size,
         lowercase=flags.lowercase,
     )
+    _warn_if_smaller_than_a_batch(data.data_dir, configs.training.batch_size)
     configs = configs.for_data(data.vocabulary.size, data.train_data, data.eval_data)
     return run_pretraining(
         configs.model,
@@ -215,6 +221,21 @@ def pretrain(flags: PretrainingFlags) -> dict:
         strategy,
         init_checkpoint=flags.init_checkpoint,
     )
+
+
+def _warn_if_smaller_than_a_batch(data_dir: str, batch_size: int) -> None:
+    """Warns when the data (by their `stats.json`) hold fewer training
+    examples than one batch: every batch repeats them."""
+    stats = read_data_stats(data_dir) or {}
+    examples = stats.get("train_examples")
+    if examples is not None and examples < batch_size:
+        logger.warning(
+            "%s holds %d training examples, fewer than one batch of %d: every "
+            "batch repeats them; give more text or a smaller --batch-size",
+            data_dir,
+            examples,
+            batch_size,
+        )
 
 
 def run_pretraining(
@@ -266,6 +287,19 @@ def run_pretraining(
     step_offset = 0
     if init_checkpoint and latest is None:
         step_offset = checkpoint_step(init_checkpoint)
+    settings = json.loads(
+        json.dumps(
+            {
+                "model": model.to_dict(),
+                "pretraining": pretraining.to_dict(),
+                "optimizer": optimizer.to_dict(),
+                "training": training.to_dict(),
+            }
+        )
+    )
+    # Before the model is built (whose restore would log a warning per
+    # variable): a resumed run must be the run its config.json records.
+    history = _check_resume(model_dir, latest, settings)
 
     # Seeds weight initialisation and dropout: a run killed before its first
     # checkpoint restarts from the same initial weights, and reruns agree.
@@ -298,7 +332,8 @@ def run_pretraining(
             except (AssertionError, ValueError, tf.errors.OpError) as error:
                 raise ConfigError(
                     f"cannot resume from {latest}: it does not hold this run's "
-                    f"model (another preset or --hparams in {model_dir}?): {error}"
+                    f"model (another preset, --objective or --hparams in "
+                    f"{model_dir}?): {error}"
                 ) from error
             logger.info("Resumed from %s", latest)
         elif init_checkpoint:
@@ -311,17 +346,10 @@ def run_pretraining(
     # refused resume leaves the run's config.json as it was.
     if chief:
         with tf.io.gfile.GFile(os.path.join(model_dir, "config.json"), "w") as f:
-            json.dump(
-                {
-                    "model": model.to_dict(),
-                    "pretraining": pretraining.to_dict(),
-                    "optimizer": optimizer.to_dict(),
-                    "training": training.to_dict(),
-                    "vocabulary": vocabulary.path,
-                },
-                f,
-                indent=2,
-            )
+            record = {**settings, "vocabulary": vocabulary.path}
+            if history:
+                record["resumed"] = history
+            json.dump(record, f, indent=2)
 
     # With gradient accumulation Keras' `iterations` counts updates; the data
     # advance by one batch per micro-batch.
@@ -447,6 +475,31 @@ def run_pretraining(
     elif tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)
     return results
+
+
+def _check_resume(model_dir: str, latest: str | None, settings: dict) -> list:
+    """The run's resume history (`config.json`'s `resumed`), with this
+    resume's changed settings added; [] for a new run.
+
+    Raises `ConfigError` (`settings.resume_changes`) when `settings` change
+    a setting a resumed run must keep.
+    """
+    path = os.path.join(model_dir, "config.json")
+    if latest is None or not tf.io.gfile.exists(path):
+        return []
+    with tf.io.gfile.GFile(path) as f:
+        try:
+            run_config = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{path} is not JSON: {error}") from error
+    history = list(run_config.get("resumed", []))
+    step = int(latest.rsplit("-", 1)[1])
+    changes = resume_changes(run_config, settings, latest, path, step)
+    if changes:
+        shown = ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
+        logger.info("Resuming %s at step %d with %s", model_dir, step, shown)
+        history.append({"step": step, "changes": changes})
+    return history
 
 
 class _RemoveDirectory(keras.callbacks.Callback):

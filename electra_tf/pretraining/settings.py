@@ -64,6 +64,33 @@ class PretrainingFlags:
     steps_per_execution: int = TrainingConfig.steps_per_execution
     jit: str = "auto"
 
+    def __post_init__(self):
+        # A count of 0 (or less) is never "the default": refused, as
+        # fine-tuning's --epochs 0 is, rather than read as "not given".
+        for name in POSITIVE_FLAGS:
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                flag = "--" + name.replace("_", "-")
+                raise ConfigError(f"{flag} must be positive, got {value}")
+        if self.data and self.corpus:
+            raise ConfigError(
+                "--corpus and --data exclude each other: --data reads TFRecords "
+                "already built, --corpus builds them from text; give one"
+            )
+
+
+# The flags that count something: None means "the preset's", and a value must
+# be positive.
+POSITIVE_FLAGS = (
+    "steps",
+    "batch_size",
+    "learning_rate",
+    "max_seq_length",
+    "checkpoint_every",
+    "steps_per_execution",
+    "learn_vocab_size",
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class RunConfigs:
@@ -109,12 +136,13 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
         raise ConfigError(
             "vocabulary_size is the vocabulary's: give --vocab, not --hparams"
         )
-    steps = flags.steps or preset.optimizer.total_steps
+    steps = preset.optimizer.total_steps if flags.steps is None else flags.steps
+    batch_size = preset.batch_size if flags.batch_size is None else flags.batch_size
     from_flags = {
         "model_dir": flags.model_dir,
         "train_steps": steps,
         "total_steps": steps,
-        "batch_size": flags.batch_size or preset.batch_size,
+        "batch_size": batch_size,
         "checkpoint_every": flags.checkpoint_every,
         "strategy": flags.strategy,
         "precision": flags.precision,
@@ -138,4 +166,88 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
         **{name: config.override(**routed[name]) for name, config in base.items()}
     )
     check_model_and_objective(configs.model, configs.pretraining)
+    check_position_table(
+        configs.pretraining.max_seq_length, configs.model.max_sequence_length, flags
+    )
     return configs
+
+
+def check_position_table(max_seq_length: int, positions: int, flags) -> None:
+    """Raises `ConfigError` when the examples are longer than the model's
+    position table (before any data are built)."""
+    if max_seq_length <= positions:
+        return
+    raise ConfigError(
+        f"max_seq_length {max_seq_length} is longer than the {positions} positions "
+        f"of preset {flags.preset!r} (its max_sequence_length): use "
+        f"--max-seq-length {positions} or less, or --hparams "
+        f"'{{\"max_sequence_length\": {max_seq_length}}}' for a model with more "
+        "positions"
+    )
+
+
+# What a resumed run may change (flags a user may give differently when they
+# rerun a model directory): paths (a directory copied or moved), how long it
+# trains and its peak learning rate (lowered after an instability, as the
+# original's users did), how and where it runs, and what is kept or
+# evaluated. Every other setting is the run's: the model, the objective, the
+# rest of the optimizer, the batch and the data order. `config.json` records
+# each resume's changes (`resumed`), so it keeps saying what trained the run.
+RESUMABLE_SETTINGS = frozenset(
+    {
+        "model_dir",
+        "train_data",
+        "eval_data",
+        "train_steps",
+        "total_steps",
+        "learning_rate",
+        "keep_checkpoints",
+        "eval_every_checkpoints",
+        "eval_steps",
+        "strategy",
+        "jit_compile",
+        "steps_per_execution",
+        "skip_corrupt_files",
+    }
+)
+
+
+def resume_changes(
+    run_config: dict, configs: dict, checkpoint: str, config_path: str, step: int
+) -> dict[str, list]:
+    """The resumable settings that `configs` changes from the run's `config.json`.
+
+    `run_config` is the run's `config.json` as a dict and `configs` this
+    call's, in the same form (`{"model": {...}, "pretraining": {...}, ...}`);
+    `step` is the checkpoint's. Returns `{setting: [run's value, new value]}`
+    for the settings of `RESUMABLE_SETTINGS` that differ, and for
+    `checkpoint_every` if it changes to a divisor of `step` (the run's epochs
+    are counted in checkpoints from step 0, so the resumed run's must start at
+    `step`; e.g. more --steps than a run shorter than its checkpoint interval).
+
+    Raises:
+        ConfigError: naming every other setting that differs, with the run's
+            value and the new one (the objective first, as the likeliest).
+    """
+    changed, refused = {}, []
+    for section, values in configs.items():
+        stored = run_config.get(section, {})
+        for name, value in values.items():
+            if name not in stored or stored[name] == value:
+                continue
+            resumable = name in RESUMABLE_SETTINGS or (
+                name == "checkpoint_every" and step % value == 0
+            )
+            if resumable:
+                changed[name] = [stored[name], value]
+            else:
+                refused.append(f"{name} {stored[name]!r}, not {value!r}")
+    if refused:
+        refused.sort(key=lambda text: not text.startswith("objective "))
+        raise ConfigError(
+            f"cannot resume from {checkpoint}: its run was trained with "
+            f"{'; '.join(refused)} ({config_path}); rerun with the run's "
+            "settings, or give another --model-dir for a new run (a resumed run "
+            f"may change only {', '.join(sorted(RESUMABLE_SETTINGS))})"
+        )
+    return changed

@@ -10,6 +10,7 @@ import doctest
 import gzip
 import hashlib
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -35,6 +36,7 @@ from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = pathlib.Path(__file__).parents[1] / "fixtures" / "corpus_excerpt.txt"
+VOCABULARY = REPO / "electra_tf" / "assets" / "vocab.txt"
 FEATURES = ("input_ids", "input_mask", "segment_ids")
 L = 64
 # The shared build: two train shards, a third of the documents held out.
@@ -441,6 +443,81 @@ def test_cli_errors_are_one_line_and_exit_2(tmp_path, capsys, arguments, message
     assert code == 2
     assert err.startswith("error: ") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+_SENTENCES = "The committee met on Tuesday.\nThe chair moved the vote.\n"
+
+
+@pytest.mark.parametrize(
+    "text, arguments, warning",
+    [
+        # Two documents: the first is never held out, the second was not
+        # drawn: no eval shard, so no held-out evaluation downstream.
+        (
+            "\n".join([_SENTENCES] * 2),
+            [],
+            "no document was held out for evaluation (2 documents at "
+            "eval_fraction 0.02): runs on these data will have no held-out",
+        ),
+        # A learned vocabulary of 10 pieces: nearly every token is [UNK].
+        (
+            "\n".join([_SENTENCES] * 30),
+            ["--learn-vocab-size", "10", "--eval-fraction", "0"],
+            "of the corpus' tokens are [UNK] (above 5%)",
+        ),
+        # 300,000 characters without a newline: one sentence of one document.
+        (
+            "word " * 60_000,
+            ["--eval-fraction", "0"],
+            "corpus.txt, line 1: a line of 300000 characters, read as ONE sentence",
+        ),
+        # Longer than the position table of every preset (512 at most).
+        (
+            "\n".join([_SENTENCES] * 2),
+            ["--max-seq-length", "2000", "--eval-fraction", "0"],
+            "max_seq_length 2000 is longer than any preset's position table "
+            "(at most 512)",
+        ),
+    ],
+)
+def test_cli_warns_at_build_time_about_data_a_run_cannot_use_well(
+    tmp_path, caplog, capsys, text, arguments, warning
+):
+    """Each build succeeds (exit 0) with a warning saying what is wrong; on
+    main these were silent."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(text, encoding="utf-8")
+    if "--learn-vocab-size" not in arguments:
+        arguments = [*arguments, "--vocab", str(VOCABULARY)]
+    code = _cli().main(
+        ["--input", str(corpus), "--output-dir", str(tmp_path / "o"), "--no-progress"]
+        + ["--num-shards", "1", *arguments]
+    )
+    assert code == 0, capsys.readouterr().err
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(warning in message for message in warnings), warnings
+
+
+def test_a_non_utf8_corpus_gives_its_line_without_a_traceback(tmp_path):
+    """Learning a vocabulary from a Latin-1 file: one line (on main, two
+    TensorFlow tracebacks of the reading thread came before it)."""
+    corpus = tmp_path / "latin1.txt"
+    corpus.write_bytes("caf\u00e9 au lait\n".encode("latin-1") * 20)
+    result = subprocess.run(
+        [sys.executable, "pretrain/build_data.py", "--input", str(corpus)]
+        + ["--output-dir", str(tmp_path / "o"), "--learn-vocab-size", "100"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=SUBPROCESS_TIMEOUT,
+        # TensorFlow's log as a user sees it (the suite quietens it).
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "0"},
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {corpus} is not UTF-8 text (invalid byte at offset 3)"
+    )
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize(

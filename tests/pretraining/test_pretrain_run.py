@@ -55,8 +55,12 @@ def _command(model_dir, *extra):
 
 
 def _run(model_dir, *extra):
+    command = _command(model_dir, *extra)
+    if "--data" in extra:  # which excludes ARGS' --corpus
+        at = command.index("--corpus")
+        del command[at : at + 2]
     result = subprocess.run(
-        _command(model_dir, *extra),
+        command,
         capture_output=True,
         text=True,
         timeout=SUBPROCESS_TIMEOUT,
@@ -241,12 +245,112 @@ def test_resuming_with_another_model_is_refused_and_changes_nothing(
     assert result.returncode == 2, result.stderr[-3000:]
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"error: cannot resume from {model_dir}/checkpoints/ckpt-30")
-    assert "another preset or --hparams" in last
+    assert "its run was trained with num_layers 1, not 3" in last
     assert (model_dir / "config.json").read_bytes() == config
     _, after = _weights(model_dir)
     assert after.keys() == before.keys()
     for name, value in before.items():
         np.testing.assert_array_equal(after[name], value, err_msg=name)
+
+
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        # Another mask_prob trained a model whose config.json was rewritten.
+        (
+            ["--hparams", '{"num_layers": 1, "eval_steps": 2, "mask_prob": 0.3}'],
+            "mask_prob 0.15, not 0.3",
+        ),
+        # Blamed "another preset or --hparams", after ~100 warning lines.
+        (["--objective", "mlm"], "objective 'electra', not 'mlm'"),
+        # Another batch size: the resumed data position would be wrong.
+        (["--batch-size", "16"], "batch_size 8, not 16"),
+    ],
+)
+def test_resuming_with_a_changed_setting_is_refused_naming_it(
+    uninterrupted, tmp_path, extra, named
+):
+    """The run's config.json keeps saying what trained it; the error names the
+    setting, the run's value and the new one, and comes before the model is
+    built (no checkpoint warnings before it)."""
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    config = (model_dir / "config.json").read_bytes()
+    result = _run(model_dir, *extra)
+    assert result.returncode == 2, result.stderr[-3000:]
+    lines = result.stderr.strip().splitlines()
+    assert lines[-1].startswith(
+        f"error: cannot resume from {model_dir}/checkpoints/ckpt-30: its run was "
+        f"trained with {named} ({model_dir}/config.json)"
+    ), lines[-1]
+    # TensorFlow's start-up lines only (on main: ~100 restore warnings).
+    assert not [line for line in lines if "checkpoint" in line.lower()][:-1], lines
+    assert len(lines) < 30, lines
+    assert (model_dir / "config.json").read_bytes() == config
+
+
+def test_a_resumable_change_is_recorded_in_config_json(uninterrupted, tmp_path):
+    """More steps resume the run; config.json records the change and the
+    step it was made at, and keeps every other setting."""
+    import shutil
+
+    model_dir = tmp_path / "run"
+    shutil.copytree(uninterrupted, model_dir)
+    before = json.loads((model_dir / "config.json").read_text())
+    extra = ["--hparams", '{"num_layers": 1, "eval_steps": 2, "keep_checkpoints": 1}']
+    result = _run(model_dir, *extra)
+    assert result.returncode == 0, result.stderr[-3000:]
+    after = json.loads((model_dir / "config.json").read_text())
+    assert after["resumed"] == [
+        {
+            "step": 30,
+            "changes": {
+                "model_dir": [str(uninterrupted), str(model_dir)],
+                "train_data": [
+                    f"{uninterrupted}/data/train-*",
+                    f"{model_dir}/data/train-*",
+                ],
+                "eval_data": [
+                    f"{uninterrupted}/data/eval-*",
+                    f"{model_dir}/data/eval-*",
+                ],
+                "keep_checkpoints": [3, 1],
+            },
+        }
+    ]
+    for section in ("model", "pretraining", "optimizer"):
+        assert after[section] == before[section]
+
+
+def test_shards_of_another_vocabulary_without_stats_are_refused(tmp_path):
+    """Shards built with the demo vocabulary (4,691 tokens), copied without
+    their stats.json and vocab.txt, given BERT's (30,522): every id is in
+    range, so on main they trained silently; refused before training."""
+    from electra_tf.cli import build_data
+
+    built = tmp_path / "built"
+    demo_vocabulary = REPO / "electra_tf" / "assets" / "demo_vocab.txt"
+    code = build_data.main(
+        ["--input", str(CORPUS), "--vocab", str(demo_vocabulary), "--output-dir"]
+        + [str(built), "--max-seq-length", "64", "--num-shards", "2", "--no-progress"]
+    )
+    assert code == 0
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    for path in built.glob("train-*"):
+        (shards / path.name).write_bytes(path.read_bytes())
+    bert_vocabulary = REPO / "electra_tf" / "assets" / "vocab.txt"
+    result = _run(tmp_path / "run", "--data", str(shards / "train-*"))
+    assert result.returncode == 2, result.stderr[-3000:]
+    last = result.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"error: {shards}/train-00000-of-00002.tfrecord, record 0: starts with "
+        f"token id 2, but [CLS] is 101 in {bert_vocabulary}: the data were built "
+        "with another vocabulary; pass theirs with --vocab"
+    )
+    assert not (tmp_path / "run" / "checkpoints").exists()
 
 
 @pytest.mark.slow
@@ -412,6 +516,54 @@ def test_bad_flags_give_one_clear_line(tmp_path, extra, message):
     import re
 
     assert re.search(message, last), last
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        # Each became the preset's default on main.
+        (["--steps", "0"], "--steps must be positive, got 0"),
+        (["--batch-size", "0"], "--batch-size must be positive, got 0"),
+        (["--steps", "-10"], "--steps must be positive, got -10"),
+        (["--learn-vocab-size", "0"], "--learn-vocab-size must be positive, got 0"),
+        # --corpus was ignored.
+        (["--data", "x/train-*", "--corpus", "y"], "--corpus and --data exclude"),
+        # A ValueError traceback at train time, after building the data.
+        (
+            ["--max-seq-length", "1024"],
+            "max_seq_length 1024 is longer than the 128 positions of preset 'demo'",
+        ),
+    ],
+)
+def test_flags_that_mean_nothing_or_do_not_fit_are_refused(tmp_path, extra, message):
+    """ARGS give --corpus and a 64-token demo model; each flag is refused
+    before any data are built."""
+    result = _run(tmp_path, *extra)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.strip().splitlines()[-1].startswith(f"error: {message}")
+    assert not (tmp_path / "data").exists()
+
+
+def test_data_that_is_not_tfrecords_says_what_data_takes(uninterrupted, tmp_path):
+    """--data given raw text or a directory (on main: "vocabulary file not
+    found")."""
+    text = tmp_path / "corpus.txt"
+    text.write_text("Some raw text.\nOne sentence a line.\n")
+    result = _run(tmp_path / "a", "--data", str(text))
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2
+    assert last.startswith(
+        "error: --data takes TFRecords built by electra-build-data (raw text goes "
+        f"to --corpus): {text} is not a readable TFRecord file: corrupted record"
+    ), last
+    data = uninterrupted / "data"
+    result = _run(tmp_path / "b", "--data", str(data))
+    last = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2
+    assert last == (
+        f"error: --data {data} is a directory: --data takes TFRecord files as a "
+        f"pattern, e.g. {data}/train-*"
+    )
 
 
 def test_missing_corpus_names_it(tmp_path):
