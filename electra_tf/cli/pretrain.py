@@ -1,14 +1,10 @@
 """Pre-train ELECTRA: `python pretrain/run.py [flags]`.
 
-With no flags, runs the built-in demo: builds TFRecords from the small corpus
-shipped in `electra_tf/assets/corpus` with the WordPiece vocabulary learned from
-it (`electra_tf/assets/demo_vocab.txt`, what `--corpus` with `--learn-vocab-size
-8192` learns in a minute), trains the `demo` preset (`tiny` with a 1/16-width
-generator, initialiser range 0.1 and no dropout) for 5,000 steps on the CPU
-(4-7 minutes on 2 cores), evaluates on a held-out shard and exports the
-discriminator (keras-hub preset and SavedModel) and the generator under
-`runs/pretrain/export`.
-Rerunning the same command resumes from the newest checkpoint.
+With no flags, runs the built-in demo: TFRecords from the bundled corpus
+(`electra_tf/assets/corpus`) and its vocabulary (`assets/demo_vocab.txt`), the
+`demo` preset for 5,000 steps (4-7 minutes on 2 CPU cores), a held-out
+evaluation and the exports under `runs/pretrain/export`. Rerunning the same
+command resumes from the newest checkpoint.
 """
 
 from __future__ import annotations
@@ -58,11 +54,9 @@ def parse_args(argv=None):
     add = parser.add_argument_group("model and objective").add_argument
     add(
         "--preset",
-        help=f"{default.preset} (default: the CPU demo's tiny model with a 1/16-width "
-        "generator, initializer_range 0.1 and no dropout), cpu (the CPU "
-        "recipe: 4 layers of 128 for a corpus of millions of tokens, ~1 hour "
-        "on 2 cores), "
-        "tiny, small, small++, base or large.",
+        help=f"{default.preset} (default: the CPU demo, 2 layers of 64), cpu (the "
+        "CPU recipe: 4 layers of 128, ~1 hour on 2 cores), tiny, small, small++, "
+        "base or large.",
     )
     add(
         "--objective",

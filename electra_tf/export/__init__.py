@@ -6,11 +6,11 @@
 * `classifier`: a fine-tuned classifier's raw-text serving SavedModel.
 * `question_answerer`: a fine-tuned question answerer's raw-text SavedModel.
 * `token_classifier`: a fine-tuned tagger's: text in, words, tags and offsets out.
-* `request_checks`: the in-graph checks of a request's shapes that every
-  signature above runs first (a bad request: `InvalidArgumentError` naming
-  the input, never a crash).
 * `litert`: any task model or the discriminator as LiteRT (`.tflite`) models,
   float32 or int8, on token ids (`electra-export-litert`).
 * `saved_model`: `save_saved_model`, which every SavedModel above is saved
   with (TensorFlow's notices about renamed inputs left out).
+
+Every serving signature first runs `electra_tf.request_checks` on its inputs
+(a bad request: `InvalidArgumentError` naming the input, never a crash).
 """

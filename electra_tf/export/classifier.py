@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
-from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
+from electra_tf.request_checks import checked_ids, checked_texts
 
 
 class TextClassifierServing(tf.Module):

@@ -9,7 +9,6 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
@@ -21,6 +20,7 @@ from electra_tf.models.encoder import standalone_encoder
 from electra_tf.models.generator import standalone_generator
 from electra_tf.models.keras_hub_preset import save_keras_hub_preset
 from electra_tf.models.tower import ENCODER_INPUTS, standalone_tower
+from electra_tf.request_checks import checked_ids, checked_texts
 from electra_tf.scoring.sentence_scorer import SentenceScorer
 
 
@@ -42,7 +42,7 @@ class DiscriminatorServing(tf.Module):
     Loading needs only `tensorflow` and `tensorflow_text` (for the WordPiece op).
     A request of the wrong shape (texts of different batch sizes, ids out
     of the vocabulary) gets an `InvalidArgumentError` naming the input
-    (`electra_tf.export.request_checks`).
+    (`electra_tf.request_checks`).
 
     Electric (`electric_mask_prob` set): the discriminator's own logit is an
     energy, not the logit of "replaced"; `replaced_probability` is the

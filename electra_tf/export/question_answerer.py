@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.export.request_checks import checked_texts
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.models.span_decoding import answer_text_batch
+from electra_tf.request_checks import checked_texts
 
 
 class QuestionAnswererServing(tf.Module):

@@ -45,8 +45,8 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
-from electra_tf.export.request_checks import checked_ids, checked_texts
 from electra_tf.export.saved_model import save_saved_model
+from electra_tf.request_checks import checked_ids, checked_texts
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 

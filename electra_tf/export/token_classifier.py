@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from electra_tf.export.request_checks import checked_texts
 from electra_tf.export.saved_model import save_saved_model
+from electra_tf.request_checks import checked_texts
 
 
 class TokenClassifierServing(tf.Module):

@@ -7,10 +7,10 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.errors import ElectraError
-from electra_tf.export.request_checks import checked_texts
 from electra_tf.models.cloze_generator import ElectraClozeGenerator
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.generator import ElectraGenerator
+from electra_tf.request_checks import checked_texts
 from electra_tf.scoring.pseudo_log_likelihood import (
     cloze_token_scores,
     electric_token_scores,

@@ -438,7 +438,7 @@ def test_a_labelled_test_split_is_logged_with_the_seed_whose_model_scored_it(
         name, model_file = "tagging", "tagger.keras"
 
         def __init__(self):
-            pass
+            self.config = FinetuningConfig()
 
         def settings(self):
             return {}
