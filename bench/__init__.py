@@ -3,7 +3,7 @@
 
 * `suite/`: throughput, step time, data path, serving latency, conversion parity.
 * `studies/`: the paper's experiments at CPU scale (`paper_experiments`, its
-  parts in `studies/paper/`) and their headline across tasks (`paper_headline`).
+  parts in `studies/paper/`).
 * `results/`: what they wrote, each JSON with the `run_info` header.
 
 Scripts of finished studies leave the tree once written up; their result

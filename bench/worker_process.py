@@ -1,17 +1,11 @@
 """A benchmark's worker process: started as a module of this repository, driven
 over its stdin/stdout one line at a time, its stderr kept for when it dies.
 
-Every benchmark that runs an implementation in a process of its own (ours, the
-transformers peer) starts it with `WorkerProcess`, so that
-
-* the worker imports `bench` and `electra_tf` from this checkout whatever the
-  current directory: it runs as `python -P -m <module>` with the repository
-  root first on `PYTHONPATH` (`-P`: the current directory is not put in front
-  of it), and in the caller's directory, so relative paths in its arguments
-  keep their meaning;
-* a worker that dies is one `WorkerDied` error naming it, its exit code and
-  the end of its stderr (the traceback's last lines), not a `BrokenPipeError`
-  or a bare "died".
+It runs as `python -P -m <module>` with the repository root first on
+`PYTHONPATH`, so it imports this checkout's `bench` and `electra_tf` whatever
+the current directory, and in the caller's directory, so relative paths keep
+their meaning. A worker that dies is one `WorkerDied` error naming it, its exit
+code and the end of its stderr, not a `BrokenPipeError`.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
 """Studies: the paper's experiments at CPU scale (`paper_experiments`, its parts in
-`paper/`) and their headline across tasks (`paper_headline`). Finished studies
+`paper/`). Finished studies
 whose findings BENCHMARKS.md records were removed; each section names the commit
 that last had its script."""

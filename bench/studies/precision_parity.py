@@ -3,23 +3,14 @@
     python -m bench.studies.precision_parity --task-dir ../shared/data/tasks \\
         --seeds 1,2,3 --train-examples 2000 --epochs 2
 
-For each task, precision and seed, one `finetune/run.py` run
-(`electra_tf.finetuning.finetune.finetune`, in this process, one seed per
-run so that every seed's test split is scored), on a randomly initialised
-`--preset` encoder (`--pretrained none`: the comparison is of the arithmetic,
-not of a pre-trained model):
-
-* `rt_polarity`: own-file classification (`sentence`, `label`), the first
-  `--train-examples` of a seeded draw of train.tsv (`--train-examples`),
-  dev.tsv to pick the epoch, test.tsv scored once (accuracy);
-* `brown_pos`: tagging, the first `--train-examples` sentences of
-  train.conll, the first `--eval-sentences` of dev.conll and test.conll
-  (written to `--work-dir`), token accuracy on the test sentences.
-
-The precisions are given as such (`float32`, `mixed_bfloat16`), never `auto`,
-so the figures do not depend on the CPU's flags (recorded in the result).
-Writes `--output`: per task and precision the seeds' test and dev scores,
-their mean and spread (max - min), and the difference of the means.
+For each task, precision and seed, one `finetune` run (one seed a run, so each
+seed's test split is scored) from a randomly initialised `--preset` encoder:
+`rt_polarity` (own-file classification, a seeded draw of `--train-examples`
+training sentences) and `brown_pos` (tagging: the first `--train-examples`
+training sentences, the first `--eval-sentences` of dev and test). Precisions
+are given as such, never `auto`, so no figure depends on the CPU. Writes
+`--output`: per task and precision the seeds' test and dev scores, their mean
+and spread, and the difference of the means.
 """
 
 from __future__ import annotations

@@ -3,73 +3,41 @@
     python -m bench.suite.finetune_throughput --preset small \\
         --tasks classification,tagging,qa --implementations ours,transformers
 
-Per task, each implementation trains a randomly initialised `--preset`
-encoder (speed does not depend on the weights; the bundled BERT vocabulary)
-with a task head, on real text, in a resident worker process of its own:
+Per task, each implementation trains a randomly initialised `--preset` encoder
+(the bundled BERT vocabulary) with a task head on real text, in a resident
+worker process of its own: `ours` is what fine-tuning builds (`model.fit`,
+`ElectraAdam` with layer-wise decay and clipping, XLA as `--jit` resolves it;
+`ours_xla` / `ours_graph` force it); `transformers` is
+`ElectraFor{SequenceClassification,TokenClassification,QuestionAnswering}` of
+the same size as a typical user trains it (`AdamW`, a linear schedule,
+clipping, `BertTokenizerFast` in the loop). Tasks: `classification`
+(rt_polarity as SST-2) and `tagging` (Brown POS, each word's first piece
+labelled) from `--task-dir`; `qa` (SQuAD 1.1 windows of the repository's
+fixture, repeated, made once before training on both sides).
 
-* `ours`: the model, optimizer and input pipeline fine-tuning builds
-  (`model.fit`, ELECTRA's recipe: `ElectraAdam`, layer-wise decay, clipping),
-  with XLA as `--jit` resolves it for fine-tuning; `ours_xla` / `ours_graph`
-  force XLA on or off.
-* `transformers`: `ElectraForSequenceClassification` /
-  `ElectraForTokenClassification` / `ElectraForQuestionAnswering` of the same
-  size on PyTorch, as a typical user trains them: `torch.optim.AdamW`, a
-  linear schedule, global-norm clipping, and the fast BERT tokenizer
-  (`BertTokenizerFast`, same vocabulary) called in the training loop.
+`--padding max_length` (the default) pads every batch to `--max-seq-length` on
+both sides, so the ratio is one of step speed and MFU is meaningful.
+`--padding longest` runs both as a user wanting speed would: ours with
+length-grouped batches cut to their longest (`length_grouping`), the peer with
+`LengthGroupedSampler` and `padding="longest"`; each side then counts the
+positions of the batches it times and of one whole epoch, and the headline
+`epoch_examples_per_second` is an epoch's examples at the timed positions per
+second (MFU not reported).
 
-The tasks: `classification` (rt_polarity sentences, as SST-2), `tagging`
-(Brown POS sentences, the first piece of each word labelled), both read from
-`--task-dir`, and `qa` (span extraction on SQuAD 1.1 windows: the
-questions and contexts of the repository's fixture,
-`tests/fixtures/squad/train-v1.1.json`, repeated; the windows are made once,
-before training, as a run does, on both sides). Every batch is
-`--batch-size` sentences (qa: windows), but for ours the last of each
-epoch (the remainder). `--padding max_length` (the
-default) pads every batch to `--max-seq-length` on both sides, our per-batch
-trimming bypassed: the same work per step, so the ratio is one of step speed
-and MFU is meaningful. `--padding longest` runs both as a user would who
-wants speed (classification and tagging; qa windows are full anyway): ours
-as fine-tuning runs by default (batches grouped by length, each cut to its
-longest, `electra_tf.finetuning.length_grouping`), the peer with
-transformers' `LengthGroupedSampler` (what its Trainer's `group_by_length`
-uses) and `padding="longest"` (what `DataCollatorWithPadding` does); the step's
-work then varies with the batch, so MFU is not reported, and the few
-batches a round times may be longer or shorter than an epoch's (the peer's
-sampler sorts each run of 50 batches longest first). So each side counts
-the positions (real and padding) of the very batches it times (ours draws
-the batches `fit` takes beforehand), giving `positions_per_second`, and of one whole
-epoch's batches (ours as `fit` trims them): the headline `epoch_examples_per_second`
-is an epoch's examples at the timed positions per second, and its ratio
-`epoch_vs_transformers` splits into the work a step does and the speed it
-does it at.
+`--precision` (float32, mixed_bfloat16 or auto, as `electra_tf.precision`
+resolves it) applies to every implementation, or per implementation with a
+suffix (`ours@mixed_bfloat16`, `transformers@float32`); the peer's bf16 runs
+under `torch.autocast("cpu", dtype=torch.bfloat16)`. `vs_transformers` is
+against the plain `transformers` row, `vs_transformers_same_precision` against
+the peer at the same precision.
 
-Precision: `--precision` (float32, mixed_bfloat16 or auto, resolved as
-fine-tuning resolves it on this machine, `electra_tf.precision`) for every
-implementation, or per implementation with a suffix: `ours@mixed_bfloat16`,
-`transformers@float32`. Ours trains under that Keras dtype policy (with the
-XLA choice `--jit` makes for it); the peer's forward and backward run under
-`torch.autocast("cpu", dtype=torch.bfloat16)` for mixed_bfloat16. So one run
-can time ours and the peer at both precisions, alternating
-(`vs_transformers`: against the plain `transformers` row;
-`vs_transformers_same_precision`: against the peer row of the same precision).
-
-To compare per core, every worker runs on one thread (TensorFlow's intra-
-and inter-op pools of 1, `torch.set_num_threads(1)`), pinned to the same
-CPU (`--core`), and the workers take turns: `--warmup-steps` each (tracing,
-XLA compilation), then `--rounds` rounds of `--steps` timed steps each, so
-load drifts of a shared machine hit all of them. Per round each worker
-first measures a one-thread matmul peak at its precision as
-`pretrain_throughput` does (the best single call of 1024^2 and 2048^2
-matmuls, and GFLOP per CPU-second); an implementation's MFU is against the
-best peak of the workers at its precision.
-
-MFU counts the FLOPs a step executes, the same for every implementation:
-the encoder's forward (`electra_tf.pretraining.flops`, sparse embedding
-lookups) x 3 for the backward pass, heads left out (under 3% at `small`):
-`MFU` per wall-clock second over the round's best matmul GFLOP/s, `MFU CPU`
-per CPU-second of the step over the matmul's GFLOP per CPU-second (the one
-that another job sharing the core does not distort). Medians over rounds.
-Writes `--output` (JSON with the command, date and machine).
+Per core: every worker on one thread, pinned to `--core`, the workers taking
+turns (`--warmup-steps`, then `--rounds` of `--steps` timed steps). Each round a
+worker measures a one-thread matmul peak at its precision; MFU counts the
+encoder's executed FLOPs (`electra_tf.pretraining.flops`) x 3, heads left out
+(under 3% at `small`), per wall-clock second (`MFU`) and per CPU-second (`MFU
+CPU`, which another job on the core does not distort) over that peak. Medians
+over rounds; writes `--output` (JSON with the command, date and machine).
 """
 
 from __future__ import annotations

@@ -2,21 +2,13 @@
 
     python -m bench.suite.matmul_peak --rounds 5
 
-One thread (TensorFlow's intra- and inter-op pools of 1, `torch.set_num_threads(1)`),
-the shape of an ELECTRA-small feed-forward layer: [rows, 256] @ [256, 1024]
-(`--rows 4096`: a batch of 32 x 128 positions). Variants, timed in turn
-round by round in one process (a shared machine drifts; ratios in one run hold):
-
-* `tf_float32_graph`, `tf_bfloat16_graph`: `tf.function` (graph mode, where
-  TensorFlow sends matmuls to oneDNN);
-* `tf_float32_xla`, `tf_bfloat16_xla`: `tf.function(jit_compile=True)`;
-* `torch_float32`, `torch_bfloat16_autocast`: `torch.nn.Linear(256, 1024)`,
-  the second under `torch.autocast("cpu", dtype=torch.bfloat16)` (skipped
-  without torch).
-
-Reports GFLOP/s of the best call per round (the median over rounds) and
-writes `--output` with the CPU's flags (`cpu_flags`: native bfloat16 is
-`avx512_bf16` or `amx_bf16`).
+One thread, the shape of an ELECTRA-small feed-forward layer ([--rows, 256] @
+[256, 1024]), each variant timed in turn round by round in one process:
+TensorFlow float32 and bfloat16 in graph mode (oneDNN) and under XLA, and
+`torch.nn.Linear` in float32 and under `torch.autocast("cpu", torch.bfloat16)`
+(skipped without torch). GFLOP/s of the best call per round, median over
+rounds; `--output` records the CPU's flags (native bf16: `avx512_bf16`,
+`amx_bf16`).
 """
 
 from __future__ import annotations

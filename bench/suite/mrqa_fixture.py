@@ -1,17 +1,12 @@
-"""`--task mrqa` on the MRQA-layout fixture: what fine-tuning reaches, beside
-the untrained model's score, in one run.
-
-Each arm is the documented command (`electra-finetune --task mrqa --train-file
-tests/fixtures/mrqa/train.jsonl.gz --dev-file tests/fixtures/mrqa/dev.jsonl.gz
---pretrained none --max-seq-length 128 --hparams '{"doc_stride": 64}'`) through
-the same library call (`finetune`), with `--seeds` and `--epochs` set per arm;
-the floor is the same seeds' freshly built models scored on dev without
-training. Scores are the MRQA official exact match and F1 (medians over
-seeds) on the fixture's 18 dev questions, written by hand for contexts the
-model also trains on (`scripts/make_mrqa_fixture.py`): a check that the
-pipeline learns, not a measure of reading comprehension or of pre-training.
+"""`--task mrqa` on the MRQA-layout fixture, beside the untrained model's score.
 
     python -m bench.suite.mrqa_fixture --seeds 1,2,3 --epochs 2,10
+
+Each arm is the documented fixture command (docs/finetuning.md) through the same
+library call (`finetune`) with `--seeds` and `--epochs` set per arm; the floor
+is the same seeds' fresh models scored on dev untrained. Exact match and F1
+(medians over seeds) on the fixture's 18 dev questions, whose contexts the model
+also trains on: a check that the pipeline learns, not a measure of reading.
 """
 
 from __future__ import annotations

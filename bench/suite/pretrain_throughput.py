@@ -1,56 +1,32 @@
 """Pre-training throughput, MFU and peak memory: ours next to transformers.
 
-Each implementation runs in its own resident worker process, and the workers
-take turns, round by round (a shared machine drifts; ratios within a run
-hold). Only one works at a time; the others wait on a pipe.
-
-* `ours`: `ElectraPretrainer` as `pretrain/run.py` builds it (`--jit auto`,
-  hence XLA or not as the platform decides), trained with `fit` on the real
-  input pipeline (`make_pretraining_dataset` over the TFRecords);
-  `ours_xla` / `ours_graph` force XLA on or off; `ours_gumbel_max` is
-  `ours` with the original's Gumbel-max sampler instead of the default
-  inverse CDF.
-* `transformers`: the same configuration written with Hugging Face
-  transformers on PyTorch as a typical user writes it (`bench/hf_peer.py`),
-  on the same batches (read by this process and handed over as numpy), with
-  PyTorch's default of one thread per core; `transformers_1_thread` on one
-  thread (faster when other jobs load the cores: its threads spin-wait for
-  each other at every small op).
-
-`--precision` (float32, mixed_bfloat16 or auto, resolved as `pretrain/run.py`
-resolves it on this machine, `electra_tf.precision`) sets both sides: ours
-under that Keras dtype policy (and the XLA choice `--jit auto` makes for it),
-the peer's step under `torch.autocast("cpu", dtype=torch.bfloat16)` for
-mixed_bfloat16; `--peer-precision` gives the peer another (e.g. float32, the
-transformers Trainer's default on a CPU).
-
-Per round every worker first measures a matmul peak at its precision (square
-matmuls of 1024 and 2048, float32 or bfloat16, TensorFlow in our workers,
-PyTorch in the peer's): the best single call in GFLOP/s, and GFLOP per
-CPU-second over all calls. Each implementation's MFU is against the best
-peak of the workers at its own precision. Then
-each runs `--steps` training steps, timed in wall-clock and in process CPU
-seconds. Model FLOPs are those of `electra_tf/pretraining/flops.py`: the paper's
-accounting (generator + discriminator, a backward pass as costly as the
-forward, dense embedding lookups), which the goal is stated in, and the
-FLOPs actually executed (sparse lookups, a backward pass twice the forward).
-The same model FLOPs count for every implementation, however much extra
-work it does (the peer computes generator logits at every position). MFU,
-the median over rounds of:
-
-* `MFU paper` / `MFU exec`: model FLOPs per wall-clock second over the
-  round's best matmul GFLOP/s (the issue's definition);
-* `MFU CPU`: model FLOPs (paper accounting) per CPU-second of the step over
-  the matmul's FLOPs per CPU-second. On a machine shared with other jobs
-  the step gets a smaller share of the cores than a 20 ms matmul does, and
-  this ratio is the one that sharing does not distort; on an idle machine
-  the two agree when the step keeps every core busy.
-
-Peak memory is each implementation's whole-process peak RSS (VmHWM) in a
-fresh worker running a few steps at `--memory-batch-size`, one at a time.
-
     python -m bench.suite.pretrain_throughput --data 'data/shared128/train-*' \\
         --preset small
+
+Each implementation runs in its own resident worker process; the workers take
+turns, round by round (a shared machine drifts; ratios within a run hold).
+
+* `ours`: `ElectraPretrainer` as `pretrain/run.py` builds it (`--jit auto`),
+  trained with `fit` on the real input pipeline; `ours_xla` / `ours_graph`
+  force XLA on or off; `ours_gumbel_max` uses the original's Gumbel-max
+  sampler instead of the default inverse CDF.
+* `transformers`: the same configuration in Hugging Face transformers on
+  PyTorch as a typical user writes it (`bench/hf_peer.py`), on the same
+  batches, one thread per core; `transformers_1_thread` on one thread.
+
+`--precision` (float32, mixed_bfloat16 or auto, as `electra_tf.precision`
+resolves it) sets both sides (the peer's step under `torch.autocast("cpu",
+dtype=torch.bfloat16)` for bf16); `--peer-precision` gives the peer another.
+
+Per round every worker measures a matmul peak at its precision (best single
+call, and GFLOP per CPU-second), then runs `--steps` steps, timed in wall-clock
+and process CPU seconds. Model FLOPs (`electra_tf/pretraining/flops.py`) are
+the same for every implementation, in the paper's accounting and as executed;
+MFU (median over rounds) is `MFU paper` / `MFU exec` per wall-clock second
+over the round's best matmul GFLOP/s, and `MFU CPU` per CPU-second over the
+matmul's FLOPs per CPU-second (the one that other jobs on the cores do not
+distort). Peak memory is each implementation's whole-process peak RSS (VmHWM)
+in a fresh worker at `--memory-batch-size`.
 """
 
 from __future__ import annotations

@@ -1,40 +1,22 @@
-"""Latency of the raw-text classifier SavedModel, next to a transformers pipeline.
-
-Ours: an `ElectraTextClassifier` of `--preset`'s size exported with
-`electra_tf.export.classifier` and loaded back with `tf.saved_model.load`
-in a process that imports only `tensorflow` and `tensorflow_text`, as a
-server would (tokenisation, packing, encoder and head in one graph).
-Peer: `transformers.pipeline("text-classification")` over an
-`ElectraForSequenceClassification` of the same size with a `BertTokenizerFast`
-on the same vocabulary, on PyTorch with all cores (`transformers`) and with one thread
-(`transformers_1_thread`). Weights are random on both sides: latency does
-not depend on them.
-
-Each side runs in its own process; the requests alternate between them one
-by one (a shared machine drifts; ratios within a run hold), and each side
-times only its own call. Inputs are real sentences (the dev split of the
-bundled rt_polarity excerpt), truncated at `--max-seq-length`. Batch-1 latency
-is measured sentence by sentence; throughput on batches of `--batch-size`.
+"""Serving latency: our raw-text SavedModels and LiteRT models next to the peer.
 
     python -m bench.suite.serving_latency --preset small
 
-With `--classifier PATH.keras` (a fine-tuned classifier, e.g. fine-tuning's
-`classifier.keras`), the compact-serving comparison instead: the same
-weights as our float32 raw-text SavedModel (`saved_model`), LiteRT float32
-and dynamic-range int8 and full-integer int8 (calibrated on
-`--calibration-tsv`) (`electra_tf.export.litert`, run with
-`ai_edge_litert`; the keras-hub tokenizer and numpy packing in Python), and
-the peer as `transformers.ElectraForSequenceClassification` float32 and
-`torch.ao.quantization.quantize_dynamic` int8 (the encoder converted through
-`electra_tf.conversion.hf`, its classification head replaced by ours: one
-dense layer on [CLS] or on the mean of the tokens, the same function).
-Every server runs on one thread, pinned to the same core (`--core`);
-p50/p95 of batch-1 and batch-32 latency, size on disk, and accuracy on
-`--test-tsv`.
+Default: an `ElectraTextClassifier` of `--preset`'s size, random weights,
+exported by `electra_tf.export.classifier` and loaded with `tf.saved_model.load`
+in a process importing only `tensorflow` and `tensorflow_text`, against
+`transformers.pipeline("text-classification")` of the same size on all cores
+and on one thread. Requests alternate between the processes one by one; inputs
+are rt_polarity dev sentences (the bundled excerpt); batch 1 sentence by
+sentence, throughput on batches of `--batch-size`.
 
-    python -m bench.suite.serving_latency --classifier runs/ft/classifier.keras \
-        --test-tsv ../shared/data/tasks/rt_polarity/test.tsv \
-        --output bench/results/serving_latency_litert.json
+With `--classifier PATH.keras` (a fine-tuned classifier), the compact-serving
+comparison on one set of weights: our float32 SavedModel; LiteRT float32,
+dynamic int8 and full int8 (calibrated on `--calibration-tsv`;
+`electra_tf.export.litert`); the peer's `ElectraForSequenceClassification`
+float32 and `quantize_dynamic` int8 (our encoder converted by
+`electra_tf.conversion.hf`, with our head). One thread each, pinned to
+`--core`; p50/p95 at batch 1 and 32, size on disk, accuracy on `--test-tsv`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,15 @@
 """Train-step time of a preset: where the time of a step goes, by ablation.
 
-Variants (`--variants`), each one change to the step `pretrain/run.py` runs
-(`default`: XLA, dropout 0.1, inverse-CDF sampling, float32):
-`graph` (no XLA), `dropout0`, `gumbel_max` (the original's sampler),
-`uniform_generator` (no generator run: what the generator costs),
-`mixed_bfloat16` and `graph_mixed_bfloat16`; `auto`: `--precision auto`
-and `--jit auto` as `pretrain/run.py` resolves them on this machine
-(`electra_tf.precision`: mixed_bfloat16 in graph mode where the CPU has
-native bfloat16, else the default). The result records each variant's
-precision and XLA setting, and the CPU's flags.
-
-Alternates the variants round by round in one process (a shared machine drifts;
-ratios between variants in the same run hold). Reads real batches from TFRecords
-built by `pretrain/build_data.py`. Reports wall-clock and process CPU seconds
-per step (CPU time is the steadier figure when other jobs share the cores) and
-the time of the first call (tracing and, with XLA, compilation).
-
     python -m bench.suite.step_time --data 'runs/pretrain/data/train-*' --preset tiny
+
+Each variant (`--variants`) is one change to the step `pretrain/run.py` runs
+(`default`: XLA, dropout 0.1, inverse-CDF sampling, float32): `graph` (no XLA),
+`dropout0`, `gumbel_max`, `uniform_generator` (no generator run),
+`mixed_bfloat16`, `graph_mixed_bfloat16`, and `auto` (what `--precision auto
+--jit auto` resolve to here). The variants alternate round by round in one
+process on real TFRecord batches; reported: wall-clock and process CPU seconds
+per step, the first call's time, each variant's precision and XLA setting, and
+the CPU's flags.
 """
 
 from __future__ import annotations

@@ -31,11 +31,6 @@ REPO = pathlib.Path(__file__).parents[2]
             "suite.finetune_throughput",
             ["--tasks", "--task-dir", "--core", "--precision"],
         ),
-        (
-            "suite.finetune_step_time",
-            ["--variants", "xla_einsum", "--warmup-calls", "--precision"],
-        ),
-        ("studies.paper_headline", ["--task", "--reference"]),
         ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
     ],
 )
@@ -78,35 +73,6 @@ def test_default_task_data_is_the_repositorys_own():
     assert sentiment.resolve().is_relative_to(REPO.resolve())
     assert (sentiment / "test.tsv").is_file()
     assert (task_dir / "rt_polarity" / "train.tsv").is_file()
-
-
-def test_finetune_step_time_counts_the_shapes_of_an_epoch():
-    import tensorflow as tf
-
-    from bench.suite.finetune_step_time import epoch_shapes
-
-    def batch(rows, length, real):
-        mask = np.zeros((rows, length), bool)
-        mask[:, :real] = True
-        return (
-            {"token_ids": np.zeros((rows, length), np.int32), "padding_mask": mask},
-        )
-
-    batches = [batch(32, 16, 10), batch(40, 64, 50), batch(32, 16, 12)]
-    dataset = tf.data.Dataset.from_generator(
-        lambda: iter(batches),
-        output_signature=(
-            {
-                "token_ids": tf.TensorSpec([None, None], tf.int32),
-                "padding_mask": tf.TensorSpec([None, None], tf.bool),
-            },
-        ),
-    )
-    shapes = epoch_shapes(dataset)
-    assert shapes["batches"] == 3 and shapes["distinct_shapes"] == 2
-    assert shapes["shapes"] == {"32x16": 2, "40x64": 1}
-    assert shapes["positions_per_batch"] == (2 * 32 * 16 + 40 * 64) / 3
-    assert shapes["real_tokens_per_batch"] == (32 * 10 + 40 * 50 + 32 * 12) / 3
 
 
 def test_the_transformers_peer_masks_by_our_rule(tiny_configs):
@@ -505,18 +471,3 @@ def test_peer_tokenizer_reads_the_vocabulary_not_unknown_tokens():
     tokenizer = bert_tokenizer(REPO / "electra_tf" / "assets" / "vocab.txt")
     assert tokenizer("the movie")["input_ids"] == [101, 1996, 3185, 102]
 
-
-def test_finetune_step_time_tags_dev_in_file_and_in_length_order():
-    from bench.suite import finetune_step_time
-    from electra_tf.data.vocabulary import Vocabulary
-
-    args = finetune_step_time.parse_args(
-        ["--preset", "tiny", "--batch-size", "8", "--max-seq-length", "32"]
-    )
-    vocabulary = Vocabulary.from_file(args.vocab)
-    task = finetune_step_time.Task("tagging", args, vocabulary)
-    result = finetune_step_time.dev_evaluation(task, task.model(False), rounds=1)
-    assert result["sentences"] == len(task.data.dev.words)
-    for order in ("file_order", "length_order"):
-        assert result[order]["cpu_seconds"] > 0
-        assert len(result[order]["rounds_cpu_seconds"]) == 1
