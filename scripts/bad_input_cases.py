@@ -527,4 +527,4 @@ def _serving_cases(Case) -> list:
 
 
 if __name__ == "__main__":
-    raise SystemExit("run scripts/probe_bad_inputs.py")
+    raise SystemExit("run python -m scripts.probe_bad_inputs")

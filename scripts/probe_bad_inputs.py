@@ -23,9 +23,9 @@ not deny reads or writes, the cases about unreadable files and read-only
 directories run without root's capabilities to override file modes, so that
 they deny as they would a user.
 
-    python scripts/probe_bad_inputs.py                    # every case, ~10 min
-    python scripts/probe_bad_inputs.py --only pretrain-steps-0,build-empty
-    python scripts/probe_bad_inputs.py --list
+    python -m scripts.probe_bad_inputs                    # every case, ~10 min
+    python -m scripts.probe_bad_inputs --only pretrain-steps-0,build-empty
+    python -m scripts.probe_bad_inputs --list
 
 Prints the counts per command and writes every case's result (argv, class,
 exit status, last line) to --output (default
@@ -52,10 +52,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from scripts import bad_input_cases
 
-import bad_input_cases  # noqa: E402
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 CLASSES = ("right", "silent", "traceback", "unclear", "crash")
 DEFAULT_OUTPUT = REPO / "scripts" / "results" / "bad_inputs_probe.json"
@@ -343,7 +342,7 @@ def main(argv=None) -> int:
         """The results so far, written to `output` (after every case, so an
         interrupted probe leaves what it measured)."""
         record = {
-            "command": " ".join(["python", "scripts/probe_bad_inputs.py", *given]),
+            "command": " ".join(["python", "-m", "scripts.probe_bad_inputs", *given]),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
             "as_root": os.geteuid() == 0,

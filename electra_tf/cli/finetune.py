@@ -1,10 +1,8 @@
 """Fine-tune ELECTRA on a GLUE task, SQuAD or MRQA: `python finetune/run.py [flags]`.
 
-With no flags, runs the built-in demo: fine-tunes the pre-training demo's discriminator
-(`runs/pretrain/export/discriminator`, written by `python pretrain/run.py`) on the
-movie-review excerpt shipped in `electra_tf/assets/tasks/rt_polarity` as task sst2, on
-the CPU in a few minutes. `--pretrained none` trains the same model from random
-initialisation (the no-pre-training baseline).
+With no flags: the demo's discriminator (`runs/pretrain/export/discriminator`) on the
+bundled rt_polarity excerpt as task sst2, a few CPU minutes. `--pretrained none` trains
+the same model from random initialisation (the no-pre-training baseline).
 
 On GLUE: `--task mnli --data-dir glue_data` (the official download's layout) or `--task
 mnli --tfds`. On your own files: `--train-file train.csv --dev-file dev.csv
@@ -14,11 +12,10 @@ train.conll --dev-file dev.conll` (CoNLL layout; `--tfds`: CoNLL-2003 NER from
 tensorflow-datasets; neither, the bundled Brown POS excerpt). SQuAD: `--task squad2
 --data-dir squad` (train-v2.0.json, dev-v2.0.json; squad1: v1.1) or `--tfds`. MRQA:
 `--task mrqa --train-file NewsQA.jsonl.gz --dev-file ...` or `mrqa/news_qa --tfds`.
-Writes to --output-dir `metrics.json` (per seed and epoch, and the median over seeds),
+Writes to --output-dir `metrics.json` (per seed and epoch, the median over seeds),
 TensorBoard logs, test predictions and a raw-text SavedModel. The `score` logged and in
-metrics.json picks the best epoch and seed: the mean of the task's dev metrics (GLUE, as
-its leaderboard; own files), span F1 (tagging with BIO tags, else accuracy) or F1
-(SQuAD, MRQA; 2.0: at the best no-answer threshold).
+metrics.json picks the best epoch and seed: the mean of the task's dev metrics (GLUE,
+own files), span F1 (BIO tags, else accuracy) or F1 (SQuAD, MRQA; 2.0: best threshold).
 """
 
 from __future__ import annotations
@@ -71,18 +68,15 @@ def parse_args(argv=None):
     data.add_argument("--tfds", action="store_true",
         help="Read the task from tensorflow-datasets (downloads it): glue/<task>; "
         "squad/v1.1 or v2.0; mrqa/<config>; for --task tagging, conll2003 (NER).")
-    add("--output-dir", help="Output directory (default: runs/finetune/<task>; "
-        "custom for your own classification data). One that holds a previous "
-        "run (its metrics.json) is refused unless --overwrite.")
+    add("--output-dir", help="Default: runs/finetune/<task> (custom for your own "
+        "data). One holding a previous run is refused unless --overwrite.")
     add("--overwrite", action="store_true", help="Replace a previous run in "
         "--output-dir: its TensorBoard logs are deleted, other files overwritten.")
     add("--seeds", help="Comma-separated seeds; one run each, "
         f"medians reported (default {DEFAULT.seeds}).")
-    add("--train-examples", type=int, help="Train on this many of the training "
-        "examples, drawn at random with --sample-seed (the same draw for every "
-        "--seeds run): learning curves and few-example comparisons. Default: all.")
-    add("--sample-seed", type=int, help="Seed of the --train-examples "
-        f"draw (default {DEFAULT.sample_seed}).")
+    add("--train-examples", type=int, help="Train on this many training examples "
+        "(default all), one draw with --sample-seed for every --seeds run.")
+    add("--sample-seed", type=int, help=f"Default {DEFAULT.sample_seed}.")
     add("--epochs", type=int, help=">= 1; default: 3 (RTE, STS-B 10; SQuAD, MRQA 2).")
     add("--batch-size", type=int, help=f"Default: {RECIPES['base'].batch_size}.")
     add("--learning-rate", type=float, help="Peak LR. Default: by model size.")
@@ -104,14 +98,13 @@ def parse_args(argv=None):
     add("--vocab", help="WordPiece vocab.txt (default: the --preset directory's "
         "own, else the bundled BERT uncased one).")
     add("--no-lowercase", action="store_true", help="Cased vocabulary: keep case.")
-    parser.add_argument("--precision", choices=PRECISION_CHOICES,
-        help=f"Keras dtype policy of training (default {DEFAULT.precision}). "
-        "auto: mixed_bfloat16 where bfloat16 is native (a CPU with avx512_bf16 "
-        "or amx_bf16, a GPU of compute capability >= 8.0, a TPU), else float32. "
-        "mixed_float16 needs a GPU. Exports keep float32 weights and outputs.")
-    parser.add_argument("--jit", choices=["auto", "on", "off"],
-        help=f"XLA (default {DEFAULT.jit}); auto = on GPUs and TPUs only "
-        "(and off on a CPU under bfloat16, whose graph mode is faster).")
+    add = parser.add_argument
+    add("--precision", choices=PRECISION_CHOICES, help="Keras dtype policy "
+        f"(default {DEFAULT.precision}). auto: mixed_bfloat16 where bfloat16 is native "
+        "(avx512_bf16 or amx_bf16 CPUs, GPUs of compute capability >= 8.0, TPUs), "
+        "else float32; mixed_float16 needs a GPU. Exports stay float32.")
+    add("--jit", choices=["auto", "on", "off"], help=f"XLA (default {DEFAULT.jit}); "
+        "auto = on GPUs and TPUs only (off on a CPU under bfloat16).")
     # fmt: on
     return parser.parse_args(argv)
 

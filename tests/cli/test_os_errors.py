@@ -11,18 +11,15 @@ modes (`probe_bad_inputs.bound_by_file_modes`), so that `chmod` binds them.
 import os
 import pathlib
 import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from electra_tf.cli import command_line
+from scripts import probe_bad_inputs
 from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-
-import probe_bad_inputs  # noqa: E402
 
 VOCABULARY = REPO / "electra_tf" / "assets" / "vocab.txt"
 SENTENCES = "The committee met on Tuesday.\nThe chair moved the vote.\n"

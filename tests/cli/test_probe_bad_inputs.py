@@ -7,19 +7,17 @@ import pathlib
 import subprocess
 import sys
 
+from scripts import probe_bad_inputs
 from tests.helpers import SUBPROCESS_TIMEOUT
 
 REPO = pathlib.Path(__file__).parents[2]
-sys.path.insert(0, str(REPO / "scripts"))
-
-import probe_bad_inputs  # noqa: E402
 
 
 def test_the_probe_runs_cases_and_writes_their_classes(tmp_path):
     output = tmp_path / "probe.json"
     names = ["pretrain-steps-0", "build-missing-input", "build-unreadable-input"]
     result = subprocess.run(
-        [sys.executable, "scripts/probe_bad_inputs.py", "--only", ",".join(names)]
+        [sys.executable, "-m", "scripts.probe_bad_inputs", "--only", ",".join(names)]
         + ["--output", str(output), "--jobs", "1"],
         cwd=REPO,
         capture_output=True,
