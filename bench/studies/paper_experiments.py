@@ -58,6 +58,12 @@ def parse_args(argv=None):
     add("--checkpoint-every", type=int, default=250)
     add("--eval-steps", type=int, default=20, help="Held-out batches.")
     add("--pretraining-seeds", default="1,2,3")
+    add(
+        "--precision",
+        default="float32",
+        choices=("float32", "mixed_bfloat16"),
+        help="Of every unit, pre-training and fine-tuning (given, never auto).",
+    )
     add = parser.add_argument_group("variants").add_argument
     add("--objectives", default="electra,mlm", help=f"From {','.join(OBJECTIVES)}.")
     add("--generator-sizes", default="", help="Also ELECTRA with these generators.")

@@ -1,7 +1,13 @@
-"""Fine-tuning accuracy in bfloat16 against float32 (issue 50), seed by seed.
+"""Accuracy in bfloat16 against float32 (issue 50), seed by seed.
 
     python -m bench.studies.precision_parity --task-dir ../shared/data/tasks \\
         --seeds 1,2,3 --train-examples 2000 --epochs 2
+    python -m bench.studies.precision_parity --tasks pretraining --seeds 0,1,2
+
+`pretraining` is README command 1 (`pretrain/run.py` with no flags but the
+precision and `{"seed": S}`, which seeds the weights and every draw), its
+held-out RTD AUC at each evaluation recorded; a run already finished in
+`--work-dir` is read, not rerun, so the two precisions can run as two processes.
 
 For each task, precision and seed, one `finetune` run (one seed a run, so each
 seed's test split is scored) from a randomly initialised `--preset` encoder:
@@ -24,13 +30,14 @@ from bench.result_file import write_result
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
-TASKS = ("rt_polarity", "brown_pos")
+TASKS = ("rt_polarity", "brown_pos", "pretraining")
 PRECISIONS = ("float32", "mixed_bfloat16")
 
 
 def first_sentences(source: pathlib.Path, target: pathlib.Path, count: int) -> str:
-    """The first `count` blank-line-separated sentences of a CoNLL file."""
-    sentences = source.read_text(encoding="utf-8").strip().split("\n\n")[:count]
+    """The first `count` (0: all) blank-line-separated sentences of a CoNLL file."""
+    sentences = source.read_text(encoding="utf-8").strip().split("\n\n")
+    sentences = sentences[:count] if count else sentences
     target.write_text("\n\n".join(sentences) + "\n", encoding="utf-8")
     return str(target)
 
@@ -43,7 +50,7 @@ def task_flags(task: str, args) -> dict:
             "dev_file": str(directory / "dev.tsv"),
             "test_file": str(directory / "test.tsv"),
             "text_columns": "sentence",
-            "train_examples": args.train_examples,
+            "train_examples": args.train_examples or None,
         }
     work = pathlib.Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
@@ -60,16 +67,48 @@ def task_flags(task: str, args) -> dict:
     }
 
 
+def pretraining_run(precision: str, seed: str, args) -> dict:
+    """README command 1 at `precision` with weight and draw seed `seed`."""
+    import json
+
+    import keras
+
+    from bench.studies.paper.pretraining import held_out_history
+    from electra_tf.pretraining.run import pretrain
+    from electra_tf.pretraining.settings import PretrainingFlags
+
+    model_dir = pathlib.Path(args.work_dir) / "pretraining" / precision / seed
+    finished = model_dir / "eval_results.json"
+    if not finished.exists():
+        hparams = json.dumps({"seed": int(seed)})
+        pretrain(PretrainingFlags(precision=precision, hparams=hparams,
+                                  model_dir=str(model_dir)))
+        keras.backend.clear_session()
+    config = json.loads((model_dir / "config.json").read_text())
+    held_out = json.loads(finished.read_text())
+    return {
+        "test": held_out["rtd_auc"],
+        "precision": config["training"]["precision"],
+        "jit_compile": config["training"]["jit_compile"],
+        "rtd_auc_by_step": {
+            point["step"]: point["rtd_auc"] for point in held_out_history(model_dir)
+        },
+    }
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--task-dir", required=True)
+    parser.add_argument("--task-dir", default="../shared/data/tasks")
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--preset", default="cpu")
-    parser.add_argument("--train-examples", type=int, default=2000)
-    parser.add_argument("--eval-sentences", type=int, default=1000)
+    parser.add_argument("--pretrained", default="none", help="An encoder to tune.")
+    parser.add_argument("--hparams", default="{}", help="JSON fine-tuning config.")
+    parser.add_argument("--train-examples", type=int, default=2000, help="0: all.")
+    parser.add_argument("--eval-sentences", type=int, default=1000, help="0: all.")
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--work-dir", default="/tmp/precision_parity")
     parser.add_argument("--output", default="bench/results/precision_parity.json")
@@ -82,14 +121,18 @@ def main(argv=None):
     results = {}
     for task in args.tasks.split(","):
         results[task] = {}
-        for precision in PRECISIONS:
+        for precision in args.precisions.split(","):
             runs = {}
             for seed in args.seeds.split(","):
+                if task == "pretraining":
+                    runs[seed] = pretraining_run(precision, seed, args)
+                    continue
                 output_dir = os.path.join(args.work_dir, task, precision, seed)
                 flags = FinetuningFlags(
                     **task_flags(task, args),
-                    pretrained="none",
+                    pretrained=args.pretrained,
                     preset=args.preset,
+                    hparams=args.hparams,
                     seeds=seed,
                     epochs=args.epochs,
                     precision=precision,
@@ -110,18 +153,19 @@ def main(argv=None):
                 "test_mean": statistics.mean(tests),
                 "test_spread": max(tests) - min(tests),
             }
-        means = {p: results[task][p]["test_mean"] for p in PRECISIONS}
-        results[task]["bf16_minus_float32"] = means["mixed_bfloat16"] - means["float32"]
+        means = {p: results[task][p]["test_mean"] for p in results[task]}
+        if set(PRECISIONS) <= set(means):
+            difference = means["mixed_bfloat16"] - means["float32"]
+            results[task]["bf16_minus_float32"] = difference
         write_result(
             args.output, {**run_info(__file__), **vars(args), "tasks": results}
         )
     for task, result in results.items():
-        print(
-            f"{task}: test accuracy float32 {result['float32']['test_mean']:.4f} "
-            f"(spread {result['float32']['test_spread']:.4f}), bf16 "
-            f"{result['mixed_bfloat16']['test_mean']:.4f} (spread "
-            f"{result['mixed_bfloat16']['test_spread']:.4f})"
-        )
+        for precision in args.precisions.split(","):
+            print(
+                f"{task} {precision}: test mean {result[precision]['test_mean']:.4f} "
+                f"(spread {result[precision]['test_spread']:.4f})"
+            )
 
 
 if __name__ == "__main__":

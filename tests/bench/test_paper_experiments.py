@@ -346,6 +346,26 @@ def test_another_setup_in_the_same_directory_is_refused_more_seeds_are_not(
         design.check_setup(tmp_path, _setup(total_steps={"electra": 200, "mlm": 140}))
 
 
+def test_a_study_is_one_precision_and_old_records_were_float32(tmp_path):
+    design.check_setup(tmp_path, _setup())  # a setup from before --precision
+    design.check_setup(tmp_path, _setup(precision="float32"))
+    with pytest.raises(SystemExit, match="differs in precision"):
+        design.check_setup(tmp_path, _setup(precision="mixed_bfloat16"))
+
+
+def test_units_train_in_the_studys_precision_with_graph_mode_for_bf16_on_a_cpu(
+    monkeypatch,
+):
+    from electra_tf import precision
+
+    bf16_cpu = precision.Hardware("cpu", frozenset({"avx512_bf16"}))
+    monkeypatch.setattr(precision, "detect_hardware", lambda: bf16_cpu)
+    resolved = design.resolve_precision(_setup(precision="mixed_bfloat16"), True)
+    assert resolved.to_dict() == {"precision": "mixed_bfloat16", "jit_compile": False}
+    resolved = design.resolve_precision(_setup(), True)
+    assert resolved.to_dict() == {"precision": "float32", "jit_compile": True}
+
+
 def test_a_task_can_join_a_study_but_a_tasks_data_cannot_change(tmp_path):
     dirs = {"pos": "data/brown_pos", "sentiment": "data/rt_polarity"}
     design.check_setup(tmp_path, _setup(task_dirs=dirs))

@@ -177,6 +177,18 @@ def setup_configs(args, data) -> dict:
     return apply_hparams(configs, as_json(args.hparams, "--hparams"))
 
 
+def resolve_precision(setup: dict, jit_when_float32: bool):
+    """The study's precision with the XLA choice `--precision` gets in the
+    product (`electra_tf.precision`): graph mode for bfloat16 on a CPU."""
+    from electra_tf.precision import detect_hardware, resolve_precision
+
+    precision = setup.get("precision", "float32")
+    hardware = detect_hardware()
+    return resolve_precision(
+        precision, "auto", hardware, jit_when_float32=jit_when_float32
+    )
+
+
 def variant_configs(base, variant: Variant, pseed: int) -> dict:
     from electra_tf.config import apply_hparams
 
@@ -224,6 +236,7 @@ def make_setup(args, data) -> dict:
         "preset": args.preset,
         "hparams": as_json(args.hparams, "--hparams"),
         "batch_size": args.batch_size,
+        "precision": args.precision,
         "budget_flops": budget,
         "fractions": fractions,
         "checkpoint_every": every,
@@ -273,8 +286,10 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
     """The recorded setup must be this one (a study is one setup); what only
     adds runs is allowed."""
     path = out_dir / "setup.json"
+    # Studies recorded before `--precision` ran in float32.
+    setup = {"precision": "float32", **setup}
     if path.exists():
-        stored = json.loads(path.read_text())
+        stored = {"precision": "float32", **json.loads(path.read_text())}
         changed = sorted(
             k
             for k in set(setup) | set(stored)

@@ -31,10 +31,12 @@ def finetune_unit(args, setup, key, data) -> dict:
     _, recipe = recipe_for_width(base["model"].hidden_dim)
     # XLA on, as for pre-training: with every dropout hashed, a fine-tuning
     # step of this size is ~1.3x as fast under it on a CPU (BENCHMARKS.md).
+    resolved = design.resolve_precision(setup, resolve_jit_compile("auto"))
     config = recipe.override(
         epochs=task.max_epochs,
         early_stopping_patience=task.patience,
-        jit_compile=resolve_jit_compile("auto"),
+        precision=resolved.precision,
+        jit_compile=resolved.jit_compile,
     ).override(**design.as_json(args.finetune_hparams, "--finetune-hparams"))
     pretrained = None
     if not encoder.startswith("none-"):

@@ -42,6 +42,7 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
     optimizer = configs["optimizer"].override(total_steps=total)
     rebuild = "-rebuild" if recorded is not None else ""
     model_dir = pathlib.Path(args.out_dir) / "runs" / f"{name}-p{pseed}{rebuild}"
+    resolved = design.resolve_precision(setup, TrainingConfig.jit_compile)
     stops = keep = kept_steps(setup, name, pseed)
     began = time.perf_counter()
     if rebuild and recorded["held_out_history"]:
@@ -69,6 +70,8 @@ def pretrain_unit(args, setup, key, data, store, recorded=None) -> dict:
             eval_every_checkpoints=max(1, total // args.checkpoint_every // 12),
             eval_steps=args.eval_steps,
             data_seed=pseed,
+            precision=resolved.precision,
+            jit_compile=resolved.jit_compile,
         )
         started = time.perf_counter()
         arguments = (configs["model"], configs["pretraining"], optimizer)
