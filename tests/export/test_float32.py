@@ -1,7 +1,8 @@
 """`float32_model`, the copy every export is made from (issue 50): a classifier
 trained a step under `mixed_bfloat16` is copied with float32 policies, the
 same weights bit for bit, its preprocessor and optimizer state, and computes
-what a float32 model of those weights computes."""
+what a float32 model of those weights computes; its SavedModel and LiteRT
+exports compute in float32."""
 
 import keras
 import keras_hub
@@ -11,12 +12,18 @@ import tensorflow as tf
 
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.export.float32 import float32_config, float32_model
+from electra_tf.export.litert import SIGNATURE, litert_model
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
-from tests.helpers import TINY_ENCODER, reduced_policies, reduced_precision_ops
+from tests.helpers import (
+    TINY_ENCODER,
+    random_batch,
+    reduced_policies,
+    reduced_precision_ops,
+)
 
 VOCABULARY = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a", "good", "bad", "film"]
 TEXTS = ["a good film", "a bad film film"]
@@ -111,6 +118,18 @@ def test_a_saved_model_export_of_a_bfloat16_model_computes_in_float32(
         rtol=1e-5,
         atol=1e-6,
     )
+
+
+def test_a_litert_model_of_a_bfloat16_model_computes_in_float32(trained):
+    from ai_edge_litert.interpreter import Interpreter
+
+    classifier, copy = trained
+    flatbuffer = litert_model(classifier)
+    runner = Interpreter(model_content=flatbuffer).get_signature_runner(SIGNATURE)
+    inputs = random_batch(batch_size=2, length=8, vocabulary_size=len(VOCABULARY))
+    logits = runner(**inputs)["logits"]
+    assert logits.dtype == np.float32
+    np.testing.assert_allclose(logits, copy(inputs), rtol=1e-5, atol=1e-6)
 
 
 def test_float32_config_changes_only_policies_below_float32():
