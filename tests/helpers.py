@@ -154,3 +154,32 @@ def write_pretraining_records(path, count, length, start=0):
     with tf.io.TFRecordWriter(str(path)) as writer:
         for record in serialize_examples(features):
             writer.write(record)
+
+
+def reduced_policies(model):
+    """{layer path: dtype policy} of `model`'s layers (itself included) whose
+    policy computes below float32 (`electra_tf.export.float32.REDUCED_POLICIES`)."""
+    from electra_tf.export.float32 import REDUCED_POLICIES
+
+    return {
+        layer.path: layer.dtype_policy.name
+        for layer in model._flatten_layers(include_self=True)
+        if layer.dtype_policy.name in REDUCED_POLICIES
+    }
+
+
+def reduced_precision_ops(function):
+    """The ops of a traced or loaded concrete `function` (and of the functions
+    it calls) that take or give bfloat16 or float16 tensors: empty when it
+    computes in float32."""
+    from tensorflow.core.framework import types_pb2
+
+    reduced = (types_pb2.DT_BFLOAT16, types_pb2.DT_HALF)
+    graph = function.graph.as_graph_def()
+    nodes = [*graph.node, *(n for f in graph.library.function for n in f.node_def)]
+    return {
+        node.op
+        for node in nodes
+        for value in node.attr.values()
+        if value.type in reduced or set(value.list.type) & set(reduced)
+    }

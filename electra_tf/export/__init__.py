@@ -10,6 +10,9 @@
   float32 or int8, on token ids (`electra-export-litert`).
 * `saved_model`: `save_saved_model`, which every SavedModel above is saved
   with (TensorFlow's notices about renamed inputs left out).
+* `float32`: `float32_model`, the float32 copy of a model that every export
+  above (and fine-tuning's `.keras` file) is made from, whatever precision
+  trained it.
 
 Every serving signature first runs `electra_tf.request_checks` on its inputs
 (a bad request: `InvalidArgumentError` naming the input, never a crash).

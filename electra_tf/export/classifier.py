@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from electra_tf.export.float32 import float32_model
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.request_checks import checked_ids, checked_texts
 
@@ -125,6 +126,7 @@ def export_text_classifier(
     label_scale: float = 1.0,
 ) -> str:
     """Saves `TextClassifierServing(...)` to `export_dir`; returns the path.
+    The SavedModel computes in float32 (`float32_model`).
 
     Example (serving the export; `tensorflow_text` registers WordPiece):
 
@@ -133,7 +135,10 @@ def export_text_classifier(
         serve(sentence=tf.constant(["a gripping film"]))["probabilities"]
     """
     serving = TextClassifierServing(
-        classifier, text_features, label_names=label_names, label_scale=label_scale
+        float32_model(classifier),
+        text_features,
+        label_names=label_names,
+        label_scale=label_scale,
     )
     # The TensorSpec names become the signature's input keys.
     text = serving.serve.get_concrete_function()

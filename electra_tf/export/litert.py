@@ -11,7 +11,8 @@ resizes its inputs to each request.
 
 Quantizations (`QUANTIZATIONS`):
 
-* `float32`: the weights as they are;
+* `float32`: the weights as they are (the model computes in float32 whatever
+  precision it trained in: `electra_tf.export.float32`);
 * `dynamic_int8`: int8 weights of the dense layers and embeddings
   (`tf.lite.Optimize.DEFAULT` without a calibration set); activations stay
   float and are quantized on the fly inside each matrix product;
@@ -44,6 +45,7 @@ import keras
 import tensorflow as tf
 
 from electra_tf.errors import ElectraError
+from electra_tf.export.float32 import float32_model
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
 QUANTIZATIONS = ("float32", "dynamic_int8", "full_int8")
@@ -94,6 +96,8 @@ def litert_model(
     # the interpreter read uninitialised (NaN outputs).
     # The functional graph alone: tracking the task model would take its
     # preprocessor along (a tagger's tag lookup table has no LiteRT kernel).
+    # Computing in float32 whatever precision the model trained in.
+    model = float32_model(model)
     model = keras.Model(model.input, model.output)
     archive = keras.export.ExportArchive()
     archive.track(model)

@@ -9,6 +9,7 @@ import keras_hub
 import tensorflow as tf
 
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.export.float32 import float32_model
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.export.tf_hub import export_tf_hub
 from electra_tf.models.cloze_generator import (
@@ -175,7 +176,8 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
     * `hub/encoder/` and `hub/preprocessing/`: the discriminator's encoder and
       its text preprocessing as TF-Hub style SavedModels (see
       `electra_tf.export.tf_hub`).
-    Returns the paths by name.
+    Every one computes in float32, whatever the run's precision
+    (`electra_tf.export.float32`). Returns the paths by name.
     """
     tf.io.gfile.makedirs(export_dir)
     paths = {
@@ -190,6 +192,11 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
         vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
     )
     discriminator, encoder = exported_discriminator(pretrainer)
+    if discriminator is not None:
+        discriminator = float32_model(discriminator)
+        encoder = discriminator.encoder
+    else:
+        encoder = float32_model(encoder)
     save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
     if discriminator is not None:
         discriminator.save(paths["discriminator"])
@@ -197,6 +204,7 @@ def export_pretrained(pretrainer, vocabulary: Vocabulary, export_dir):
         generator = standalone_cloze_generator(pretrainer.generator)
     else:
         generator = standalone_generator(pretrainer.generator)
+    generator = float32_model(generator)
     generator.save(paths["generator"])
     electric = config.objective == "electric"
     if discriminator is not None:
@@ -276,13 +284,15 @@ def export_encoder(encoder, vocabulary: Vocabulary, export_dir):
       --pretrained` takes);
     * `encoder.keras`: our `ElectraEncoder` (exact GELU, no pooler);
     * `hub/encoder/`, `hub/preprocessing/`: TF-Hub style SavedModels.
-    Returns the paths by name.
+    All compute in float32 (`electra_tf.export.float32`). Returns the paths
+    by name.
     """
     tf.io.gfile.makedirs(export_dir)
     paths = {
         "discriminator_preset": os.path.join(export_dir, "discriminator"),
         "encoder": os.path.join(export_dir, "encoder.keras"),
     }
+    encoder = float32_model(encoder)
     save_keras_hub_preset(encoder, vocabulary, paths["discriminator_preset"])
     encoder.save(paths["encoder"])
     hub = export_tf_hub(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.float32 import float32_model
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.models.span_decoding import answer_text_batch
 from electra_tf.request_checks import checked_texts
@@ -71,7 +72,8 @@ class QuestionAnswererServing(tf.Module):
 def export_question_answerer(
     model, export_dir: str, na_threshold: float | None = None
 ) -> str:
-    """Saves `QuestionAnswererServing(model, na_threshold)` to `export_dir`.
+    """Saves `QuestionAnswererServing(model, na_threshold)` to `export_dir`;
+    the SavedModel computes in float32 (`float32_model`).
 
     Example (serving the export; `tensorflow_text` registers its ops):
 
@@ -80,7 +82,7 @@ def export_question_answerer(
         serve(question=tf.constant(["Who flew?"]),
               context=tf.constant(["The pilot flew."]))["answer"]
     """
-    serving = QuestionAnswererServing(model, na_threshold=na_threshold)
+    serving = QuestionAnswererServing(float32_model(model), na_threshold=na_threshold)
     answer = serving.answer.get_concrete_function()
     return save_saved_model(
         serving, export_dir, signatures={"serving_default": answer, "answer": answer}

@@ -45,6 +45,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from electra_tf.data.vocabulary import Vocabulary, check_vocabulary_fits
+from electra_tf.export.float32 import float32_model
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.request_checks import checked_ids, checked_texts
 
@@ -119,8 +120,9 @@ class HubEncoder(tf.Module):
 
 
 def export_hub_encoder(encoder, export_dir) -> str:
-    """Saves `encoder` (an `ElectraEncoder`) as a TF-Hub style encoder."""
-    module = HubEncoder(encoder)
+    """Saves `encoder` (an `ElectraEncoder`) as a TF-Hub style encoder that
+    computes in float32 (`float32_model`)."""
+    module = HubEncoder(float32_model(encoder))
     spec = {
         name: tf.TensorSpec([None, None], tf.int32, name=name) for name in INPUT_NAMES
     }

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
+from electra_tf.export.float32 import float32_model
 from electra_tf.export.saved_model import save_saved_model
 from electra_tf.request_checks import checked_texts
 
@@ -63,8 +64,9 @@ class TokenClassifierServing(tf.Module):
 
 
 def export_token_classifier(tagger, export_dir: str) -> str:
-    """Saves `TokenClassifierServing(tagger)` to `export_dir`; returns the path."""
-    serving = TokenClassifierServing(tagger)
+    """Saves `TokenClassifierServing(tagger)` to `export_dir`; returns the
+    path. The SavedModel computes in float32 (`float32_model`)."""
+    serving = TokenClassifierServing(float32_model(tagger))
     signature = serving.tag_text.get_concrete_function()
     return save_saved_model(
         serving,

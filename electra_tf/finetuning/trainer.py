@@ -6,7 +6,9 @@ ELECTRA's optimizer, dev scored after every epoch and the best epoch restored)
 and writes to `output_dir` `metrics.json` (settings, per seed and epoch the
 train and dev metrics, best epochs, medians over seeds as ELECTRA reports;
 rewritten after every seed), TensorBoard logs (`logs/seed_<n>/`) and the best
-seed's outputs (`FinetuningTask.write_outputs`) and Keras file.
+seed's outputs (`FinetuningTask.write_outputs`) and Keras file. The Keras
+file and the SavedModel compute in float32 whatever `config.precision` trained
+(`electra_tf.export.float32`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import tensorflow as tf
 
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.distribution import set_precision
+from electra_tf.export.float32 import float32_model
 from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.files import write_json
 from electra_tf.finetuning.layerwise_decay import layerwise_learning_rate_multipliers
@@ -167,6 +170,7 @@ def run_finetuning(
             summary["test"],
         )
     summary["keras_model"] = os.path.join(output_dir, task.model_file)
-    best_model.save(summary["keras_model"])
+    # Computing in float32 whatever the run's precision (exports do).
+    float32_model(best_model).save(summary["keras_model"])
     write_json(metrics_file, summary)
     return summary

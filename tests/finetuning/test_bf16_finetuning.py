@@ -1,7 +1,8 @@
 """Every fine-tuning kind trains under `mixed_bfloat16` (issue 50): a few epochs on
 its tiny fixture (`test_task_kinds.CASES`) with a finite, falling training loss;
-`metrics.json` records the precision; the Keras model's outputs and the
-SavedModel's weights and outputs are float32.
+`metrics.json` records the precision; the saved Keras model and the SavedModel
+compute in float32 (`electra_tf.export.float32`): float32 policies, weights,
+graph and outputs.
 
 Slow (a tiny model of each kind trained and exported): `-m slow`.
 """
@@ -16,6 +17,7 @@ import tensorflow as tf
 
 from electra_tf.finetuning.trainer import run_finetuning
 from tests.finetuning.test_task_kinds import CASES
+from tests.helpers import reduced_policies, reduced_precision_ops
 
 EPOCHS = 4
 
@@ -49,7 +51,8 @@ def test_every_kind_trains_in_bfloat16_and_records_it(bf16_run):
 def test_bfloat16_models_and_exports_are_float32_outside(bf16_run):
     case, _, summary = bf16_run
     model = keras.models.load_model(summary["keras_model"])
-    assert model.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert model.backbone.dtype_policy.name == "float32"
+    assert reduced_policies(model) == {}
     assert {v.dtype for v in model.weights} == {"float32"}
     # The reloaded model's outputs, as the kind's harness reads them.
     outputs = np.asarray(case.keras_outputs(model, case.inputs))
@@ -66,7 +69,10 @@ def test_bfloat16_models_and_exports_are_float32_outside(bf16_run):
     dtypes = tf.train.load_checkpoint(variables).get_variable_to_dtype_map()
     weights = {n: d for n, d in dtypes.items() if "/.ATTRIBUTES/" in n}
     assert weights and {d for d in weights.values() if d.is_floating} == {tf.float32}
-    serve = tf.saved_model.load(summary["saved_model"]).signatures["serving_default"]
+    loaded = tf.saved_model.load(summary["saved_model"])
+    for name, signature in loaded.signatures.items():
+        assert reduced_precision_ops(signature) == set(), name
+    serve = loaded.signatures["serving_default"]
     for name, spec in serve.structured_outputs.items():
         assert spec.dtype in (tf.float32, tf.int32, tf.string), name
     served = serve(**{name: tf.constant(v) for name, v in case.inputs.items()})

@@ -1,4 +1,5 @@
-"""`pretrain/run.py` end to end: resume after SIGKILL, exports, bad flags."""
+"""`pretrain/run.py` end to end: resume after SIGKILL, exports, bad flags, and a
+run under mixed_bfloat16 whose exports compute in float32."""
 
 import json
 import os
@@ -9,11 +10,20 @@ import subprocess
 import sys
 import time
 
+import keras
+import keras_hub
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import SUBPROCESS_TIMEOUT
+from electra_tf.models.keras_hub_preset import load_keras_hub_preset
+from electra_tf.scoring.sentence_scorer import SentenceScorer
+from tests.helpers import (
+    SUBPROCESS_TIMEOUT,
+    random_batch,
+    reduced_policies,
+    reduced_precision_ops,
+)
 
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = REPO / "electra_tf" / "assets" / "corpus" / "brown.txt.gz"
@@ -432,6 +442,118 @@ print("ok")
         str(export / "discriminator")
     )
     assert backbone.vocab_size == 30522
+
+
+@pytest.fixture(scope="module")
+def bf16_run(tmp_path_factory):
+    """A 10-step run under `--precision mixed_bfloat16` with `--jit auto`
+    (graph mode on a CPU), and its weights in a float32 pre-trainer."""
+    from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
+
+    model_dir = tmp_path_factory.mktemp("bf16")
+    result = _run(
+        model_dir, "--precision", "mixed_bfloat16", "--jit", "auto", "--steps", "10"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert keras.mixed_precision.global_policy().name == "float32"
+    return model_dir, load_pretraining_checkpoint(model_dir)
+
+
+# Packed inputs in the vocabulary's range; `mask_positions` for the generator.
+BF16_INPUTS = random_batch(batch_size=2, length=16, vocabulary_size=1000)
+MASK_POSITIONS = np.array([[1, 4, 7], [2, 3, 9]], "int32")
+# Float32 against float32 (graph against eager); bfloat16 is ~1e-2 off.
+FLOAT32_TOLERANCE = dict(rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow
+def test_bfloat16_pretraining_records_its_precision(bf16_run):
+    model_dir, checkpoint = bf16_run
+    config = json.loads((model_dir / "config.json").read_text())
+    results = json.loads((model_dir / "eval_results.json").read_text())
+    for recorded in (config["training"], results):
+        assert (recorded["precision"], recorded["jit_compile"]) == (
+            "mixed_bfloat16",
+            False,
+        )
+    assert results["step"] == checkpoint.step == 10
+    assert np.isfinite(results["loss"]) and np.isfinite(results["rtd_loss"])
+
+
+@pytest.mark.slow
+def test_bfloat16_pretraining_keras_exports_compute_in_float32(bf16_run):
+    model_dir, checkpoint = bf16_run
+    export = model_dir / "export"
+    reference = checkpoint.pretrainer
+    discriminator = keras.models.load_model(export / "discriminator.keras")
+    generator = keras.models.load_model(export / "generator.keras")
+    backbone = keras_hub.models.ElectraBackbone.from_preset(
+        str(export / "discriminator")
+    )
+    for model in (discriminator, generator, backbone):
+        assert reduced_policies(model) == {}, model.name
+        assert {w.dtype for w in model.weights} == {"float32"}, model.name
+    outputs = discriminator(BF16_INPUTS)
+    assert outputs.dtype == "float32"
+    np.testing.assert_allclose(
+        outputs, reference.discriminator(BF16_INPUTS), **FLOAT32_TOLERANCE
+    )
+    generator_inputs = {**BF16_INPUTS, "mask_positions": MASK_POSITIONS}
+    np.testing.assert_allclose(
+        generator(generator_inputs),
+        reference.generator(generator_inputs),
+        **FLOAT32_TOLERANCE,
+    )
+    # The preset, as fine-tuning loads it.
+    encoder = load_keras_hub_preset(str(export / "discriminator"))
+    np.testing.assert_allclose(
+        encoder(BF16_INPUTS)["sequence_output"],
+        reference.discriminator_encoder(BF16_INPUTS)["sequence_output"],
+        **FLOAT32_TOLERANCE,
+    )
+
+
+@pytest.mark.slow
+def test_bfloat16_pretraining_saved_models_compute_in_float32(bf16_run):
+    model_dir, checkpoint = bf16_run
+    export = model_dir / "export"
+    reference = checkpoint.pretrainer
+    loaded = {
+        name: tf.saved_model.load(str(export / name))
+        for name in ("saved_model", "sentence_scorer", "hub/encoder")
+    }
+    for name, model in loaded.items():
+        for signature_name, signature in model.signatures.items():
+            assert reduced_precision_ops(signature) == set(), (name, signature_name)
+    inputs = {name: tf.constant(value) for name, value in BF16_INPUTS.items()}
+    detected = loaded["saved_model"].signatures["detect_replaced_tokens_ids"](**inputs)
+    encoded = reference.discriminator_encoder(BF16_INPUTS)["sequence_output"]
+    np.testing.assert_allclose(
+        detected["replaced_probability"],
+        tf.sigmoid(reference.discriminator(BF16_INPUTS)),
+        **FLOAT32_TOLERANCE,
+    )
+    np.testing.assert_allclose(
+        detected["sequence_output"], encoded, **FLOAT32_TOLERANCE
+    )
+    hub = loaded["hub/encoder"].signatures["serving_default"](
+        input_word_ids=inputs["token_ids"],
+        input_type_ids=inputs["segment_ids"],
+        input_mask=inputs["padding_mask"],
+    )
+    np.testing.assert_allclose(hub["sequence_output"], encoded, **FLOAT32_TOLERANCE)
+    vocabulary = checkpoint.vocabulary
+    tokenizer = keras_hub.models.ElectraTokenizer(
+        vocabulary=list(vocabulary.tokens), lowercase=vocabulary.lowercase
+    )
+    scorer = SentenceScorer(reference.generator, tokenizer, 64, method="mlm")
+    texts = tf.constant(["the jury said", "a grand jury was told"])
+    scored = loaded["sentence_scorer"].signatures["score_sentences"](text=texts)
+    expected = scorer.score_sentences(texts)
+    assert scored["score"].dtype == tf.float32
+    np.testing.assert_allclose(
+        scored["token_scores"], expected["token_scores"], **FLOAT32_TOLERANCE
+    )
 
 
 def _scalar_steps(directory, tag):
