@@ -216,3 +216,38 @@ def test_a_keras_hub_export_of_a_bfloat16_encoder_is_float32(tmp_path):
     assert stored["config"]["dtype"]["config"]["name"] == "float32"
     loaded = load_keras_hub_preset(str(tmp_path / "preset"))
     assert loaded.dtype_policy.name == "float32"
+
+
+def test_pretraining_puts_the_callers_dtype_policy_back(tmp_path, monkeypatch):
+    """A run's models are built under its policy; an in-process caller (a
+    study, a test) gets its own back, also when the run fails."""
+    import keras
+    import tensorflow as tf
+
+    from electra_tf.config import TrainingConfig
+    from electra_tf.presets import get_preset
+    from electra_tf.pretraining import run
+
+    seen = []
+
+    def train(*args, **kwargs):
+        seen.append(keras.mixed_precision.global_policy().name)
+        raise RuntimeError("stopped inside the run")
+
+    monkeypatch.setattr(run, "_train_and_export", train)
+    preset = get_preset("tiny")
+    training = TrainingConfig(
+        model_dir=str(tmp_path), batch_size=8, precision="mixed_bfloat16"
+    )
+    before = keras.mixed_precision.global_policy().name
+    with pytest.raises(RuntimeError, match="stopped inside the run"):
+        run.run_pretraining(
+            preset.model,
+            preset.pretraining,
+            preset.optimizer,
+            training,
+            vocabulary=None,
+            strategy=tf.distribute.get_strategy(),
+        )
+    assert seen == ["mixed_bfloat16"]
+    assert keras.mixed_precision.global_policy().name == before

@@ -270,7 +270,37 @@ def run_pretraining(
     check_global_batch(training.batch_size, strategy)
     # Before anything is written (issue 49: float16 on a CPU trained nothing).
     check_precision(training.precision, detect_hardware(strategy))
+    # The run's models are built under its policy; the caller's is put back
+    # afterwards, so that what a study or a test builds next is not affected.
+    previous_policy = keras.mixed_precision.global_policy()
     set_precision(training.precision)
+    try:
+        return _train_and_export(
+            model,
+            pretraining,
+            optimizer,
+            training,
+            vocabulary,
+            strategy,
+            init_checkpoint=init_checkpoint,
+            verbose=verbose,
+        )
+    finally:
+        keras.mixed_precision.set_global_policy(previous_policy)
+
+
+def _train_and_export(
+    model,
+    pretraining,
+    optimizer,
+    training,
+    vocabulary,
+    strategy,
+    *,
+    init_checkpoint,
+    verbose,
+) -> dict:
+    """`run_pretraining` under the run's dtype policy."""
     model_dir = training.model_dir
     chief = is_chief(strategy)
     # Keras 3's `fit` and `evaluate` fail under MultiWorkerMirroredStrategy
