@@ -15,25 +15,12 @@ import gzip
 import json
 import os
 
-# The shared tiny run: the demo preset, 10 steps of 8 sequences of 64 tokens,
-# one layer, no XLA (seconds to compile), on the built-in demo corpus.
-TINY_RUN = [
-    "--steps",
-    "10",
-    "--checkpoint-every",
-    "5",
-    "--batch-size",
-    "8",
-    "--max-seq-length",
-    "64",
-    "--jit",
-    "off",
-    "--hparams",
-    '{"num_layers": 1, "eval_steps": 2}',
-]
-# The same run's flags without --hparams, for cases that give their own.
-RUN_FLAGS = TINY_RUN[:-2]
-HPARAMS = '"num_layers": 1, "eval_steps": 2'
+from scripts.tiny_run import tiny_hparams, tiny_run_flags
+
+# The shared tiny run (`scripts/tiny_run.py`), 10 steps, on the built-in
+# demo corpus; `RUN_FLAGS` without --hparams, for cases that give their own.
+RUN_FLAGS = tiny_run_flags(steps=10)
+TINY_RUN = [*RUN_FLAGS, *tiny_hparams()]
 # A few documents of a few sentences (blank lines between documents).
 SENTENCES = (
     "The committee met on Tuesday to discuss the budget.\n"
@@ -143,7 +130,7 @@ def cases(Case) -> list:
     corpus = ["--input", "{tmp}/corpus.txt"]
     small = ["--vocab", "{vocab}"]
     pretrain_corpus = ["--corpus", "{tmp}/corpus.txt", "--vocab", "{vocab}"]
-    hp = ["--hparams", "{" + HPARAMS + "}"]
+    hp = tiny_hparams()
     short = ["--seeds", "1", "--epochs", "1", "--max-seq-length", "32"]
     # A table of cases, one call each: kept as written.
     # fmt: off
@@ -309,13 +296,12 @@ def cases(Case) -> list:
              "error", "run", "read-only --model-dir, finished (OS error)",
              copy_run=True, setup=_read_only_run, unprivileged=True),
         Case("pretrain-model-dir-read-only-resuming", pre,
-             ["--model-dir", "{run}", *RUN_FLAGS[:1], "20", *RUN_FLAGS[2:], *hp],
+             ["--model-dir", "{run}", *tiny_run_flags(steps=20), *hp],
              "error", "run", "read-only --model-dir, resuming (OS error)",
              copy_run=True, setup=_read_only_run, unprivileged=True),
         # === electra-pretrain: resuming ===
         Case("pretrain-resume-other-mask-prob", pre,
-             ["--model-dir", "{run}", *RUN_FLAGS,
-              "--hparams", "{" + HPARAMS + ', "mask_prob": 0.3}'],
+             ["--model-dir", "{run}", *RUN_FLAGS, *tiny_hparams(mask_prob=0.3)],
              "error", "mask_prob 0.15, not 0.3", "resume with another --hparams",
              copy_run=True, check=_config_unchanged),
         Case("pretrain-resume-other-objective", pre,
@@ -323,12 +309,11 @@ def cases(Case) -> list:
              "error", "objective 'electra', not 'mlm'", "resume with another objective",
              copy_run=True),
         Case("pretrain-resume-other-size", pre,
-             ["--model-dir", "{run}", *RUN_FLAGS,
-              "--hparams", '{"num_layers": 2, "eval_steps": 2}'],
+             ["--model-dir", "{run}", *RUN_FLAGS, *tiny_hparams(num_layers=2)],
              "error", "num_layers 1, not 2", "resume with another model size",
              copy_run=True),
         Case("pretrain-resume-other-batch", pre,
-             ["--model-dir", "{run}", *RUN_FLAGS[:5], "16", *RUN_FLAGS[6:], *hp],
+             ["--model-dir", "{run}", *tiny_run_flags(steps=10, batch_size=16), *hp],
              "error", "batch_size 8, not 16", "resume with another batch",
              copy_run=True),
         # === electra-pretrain: warnings (these train a few steps) ===

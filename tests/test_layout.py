@@ -141,7 +141,7 @@ def test_the_cycle_checks_find_a_cycle():
 # The packages from the bottom up: each imports only packages of lower rows.
 # A new package takes a row here (the test below names one that has none).
 LAYERS = (
-    ("errors", "random_streams", "optimization", "request_checks"),
+    ("errors", "atomic_write", "random_streams", "optimization", "request_checks"),
     ("config", "network"),
     # The data builder warns about a length beyond every preset's positions.
     ("presets",),

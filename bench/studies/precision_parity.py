@@ -81,8 +81,11 @@ def pretraining_run(precision: str, seed: str, args) -> dict:
     finished = model_dir / "eval_results.json"
     if not finished.exists():
         hparams = json.dumps({"seed": int(seed)})
-        pretrain(PretrainingFlags(precision=precision, hparams=hparams,
-                                  model_dir=str(model_dir)))
+        pretrain(
+            PretrainingFlags(
+                precision=precision, hparams=hparams, model_dir=str(model_dir)
+            )
+        )
         keras.backend.clear_session()
     config = json.loads((model_dir / "config.json").read_text())
     held_out = json.loads(finished.read_text())

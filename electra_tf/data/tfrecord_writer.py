@@ -54,6 +54,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.atomic_write import TEMPORARY_PREFIX, write_text_atomically
 from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 from electra_tf.data.example_builder import ExampleBuilder, pairs_to_features
 from electra_tf.data.tfrecord_format import (
@@ -72,12 +73,13 @@ SPLITS = ("train", "eval")
 # A build whose share of [UNK] tokens is above this warns: the vocabulary
 # does not fit the text (BERT's uncased vocabulary gives ~0.1% on English).
 UNKNOWN_TOKEN_WARNING = 0.05
-# Files being written carry this prefix: hidden, and never matched by `train-*`,
-# so a killed build leaves no partial shard under a name a reader would pick up.
-TEMPORARY_PREFIX = ".tmp-"
-# The files a build owns in its output directory (and may replace on overwrite).
+# The files a build owns in its output directory (and may replace on overwrite),
+# also as left half-written by a killed build: a shard being written is
+# `TEMPORARY_PREFIX` + its name (hidden, and never matched by `train-*`, so no
+# reader picks up a partial shard), `stats.json` and `vocab.txt` are
+# `TEMPORARY_PREFIX` + pid + "-" + their name (`write_text_atomically`).
 _OWN_FILE = re.compile(
-    rf"({re.escape(TEMPORARY_PREFIX)})?"
+    rf"({re.escape(TEMPORARY_PREFIX)}(\d+-)?)?"
     rf"((train|eval)-\d{{5}}-of-\d{{5}}\.tfrecord|{STATS_FILE}|{VOCABULARY_FILE})"
 )
 # Sentences per unit of work (whole documents, so a chunk may hold more). Chunks,
@@ -281,7 +283,8 @@ def build_pretraining_data(
             os.path.join(output_dir, VOCABULARY_FILE),
         )
     vocabulary.save(os.path.join(output_dir, VOCABULARY_FILE))
-    _write_json(os.path.join(output_dir, STATS_FILE), stats)
+    stats_text = json.dumps(stats, indent=2) + "\n"
+    write_text_atomically(os.path.join(output_dir, STATS_FILE), stats_text)
     keep = {os.path.basename(path) for w in writers.values() for path in w.final}
     _remove_stale_files(output_dir, keep | {VOCABULARY_FILE, STATS_FILE})
     return stats
@@ -561,15 +564,6 @@ class _ShardedWriter:
         for path in self.temporary:
             if tf.io.gfile.exists(path):
                 tf.io.gfile.remove(path)
-
-
-def _write_json(path: str, data: dict) -> None:
-    directory, name = os.path.split(path)
-    temporary = os.path.join(directory, TEMPORARY_PREFIX + name)
-    with tf.io.gfile.GFile(temporary, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 def _remove_stale_files(output_dir: str, keep: set[str]) -> None:

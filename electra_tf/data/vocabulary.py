@@ -22,6 +22,7 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 from electra_tf.errors import ElectraError
 
@@ -202,16 +203,10 @@ class Vocabulary:
         return hashlib.md5(self.to_text().encode("utf-8")).hexdigest()
 
     def save(self, path) -> None:
-        """Writes `to_text()` to `path` (through a temporary file, then a rename)."""
-        path = os.fspath(path)
-        directory, name = os.path.split(path)
-        if directory:
-            tf.io.gfile.makedirs(directory)
-        # Hidden, so that nothing takes a half-written file for a vocabulary.
-        temporary = os.path.join(directory, f".tmp-{os.getpid()}-{name}")
-        with tf.io.gfile.GFile(temporary, "w") as f:
-            f.write(self.to_text())
-        tf.io.gfile.rename(temporary, path, overwrite=True)
+        """Writes `to_text()` to `path`, creating its folder, whole or not at
+        all (`write_text_atomically`: nothing takes a half-written file for a
+        vocabulary)."""
+        write_text_atomically(path, self.to_text())
 
     def tokenizer(self, lowercase: bool | None = None, strip_accents: bool = True):
         """keras-hub's `ElectraTokenizer` over these tokens.

@@ -38,8 +38,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.errors import FinetuningDataError
-from electra_tf.finetuning.files import read_columns, shorten, table_rows, write_text
+from electra_tf.finetuning.files import read_columns, shorten, table_rows
 from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import GlueTask
 
@@ -396,4 +397,5 @@ def write_test_predictions(
         writer.writerow([*header, PREDICTION_COLUMN])
         for (_, row), prediction in zip(rows, predictions):
             writer.writerow([*(row[column] for column in header), prediction])
-    return write_text(os.path.join(output_dir, f"test.{kind}"), out.getvalue())
+    path = os.path.join(output_dir, f"test.{kind}")
+    return write_text_atomically(path, out.getvalue())

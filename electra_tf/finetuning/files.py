@@ -3,7 +3,8 @@
 Readers take the exception class to raise (each data module has its own):
 `read_text`, `table_rows` and `read_columns` (CSV, TSV, JSON Lines),
 `read_lines` (one line at a time, for files too large to hold whole) and
-`load_tfds`; `write_text` and `write_json` write whole files. A name ending
+`load_tfds`; `write_json` writes a whole file (text files:
+`electra_tf.atomic_write.write_text_atomically`). A name ending
 `.gz` is read decompressed (`read_lines` also knows gzip by its first bytes).
 """
 
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 
 import tensorflow as tf
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.network import NetworkUnreachableError, check_reachable
 
 
@@ -263,25 +265,14 @@ def load_tfds(name: str, split: str, data_dir: str | None, error: type[Exception
     return tfds.as_numpy(dataset), info
 
 
-def write_text(path: str, text: str) -> str:
-    """Writes `text` to `path`, any tf.io.gfile path, creating its folder;
-    returns `path`.
-
-    Written to `path.tmp`, then renamed: an interrupted run never leaves half
-    a file, and `metrics.json`, rewritten after every seed, keeps the last
-    whole one.
-    """
-    directory = os.path.dirname(path)
-    if directory:
-        tf.io.gfile.makedirs(directory)
-    with tf.io.gfile.GFile(path + ".tmp", "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(path + ".tmp", path, overwrite=True)
-    return path
-
-
 def write_json(path: str, values) -> str:
-    """`write_text` of `values` as indented JSON (keys sorted, non-ASCII kept)."""
-    return write_text(
+    """Writes `values` to `path` as indented JSON (keys sorted, non-ASCII
+    kept), creating its folder; returns `path`.
+
+    Whole or not at all (`electra_tf.atomic_write.write_text_atomically`): an
+    interrupted run never leaves half a file, and `metrics.json`, rewritten
+    after every seed, keeps the last whole one.
+    """
+    return write_text_atomically(
         path, json.dumps(values, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     )

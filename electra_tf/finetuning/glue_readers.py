@@ -14,9 +14,10 @@ import random
 import numpy as np
 import tensorflow as tf
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.errors import FinetuningDataError
 from electra_tf.finetuning import length_grouping
-from electra_tf.finetuning.files import load_tfds, read_columns, write_text
+from electra_tf.finetuning.files import load_tfds, read_columns
 from electra_tf.finetuning.glue_tasks import GlueTask
 
 
@@ -242,4 +243,4 @@ def write_submission(task: GlueTask, split: str, outputs, output_dir: str) -> st
     rows = ["index\tprediction"]
     rows += [f"{i}\t{p}" for i, p in enumerate(predictions_to_glue(task, outputs))]
     path = os.path.join(output_dir, task.submission_file(split))
-    return write_text(path, "\n".join(rows) + "\n")
+    return write_text_atomically(path, "\n".join(rows) + "\n")

@@ -19,9 +19,9 @@ import dataclasses
 import os
 from collections.abc import Sequence
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.token_classifier import export_token_classifier
-from electra_tf.finetuning.files import write_text
 from electra_tf.finetuning.settings import (
     CLASSIFICATION_FLAGS,
     DEMO_TAGGING,
@@ -194,4 +194,4 @@ def write_conll_predictions(
     lines = []
     for words, tags in zip(sentences.words, predicted):
         lines += [f"{w}\t{t}" for w, t in zip(words, tags)] + [""]
-    return write_text(path, "\n".join(lines))
+    return write_text_atomically(path, "\n".join(lines))

@@ -6,6 +6,7 @@ import os
 
 import tensorflow as tf
 
+from electra_tf.atomic_write import write_text_atomically
 from electra_tf.data.corpus import iter_lines
 from electra_tf.scoring.sentence_scorer import ScoringError, score_in_batches
 
@@ -80,25 +81,6 @@ def _same_file(a, b) -> bool:
         return False
 
 
-def write_text_atomically(path, text: str) -> None:
-    """Writes `text` to `path` through a temporary file beside it, renamed
-    over `path` once complete: a failed write leaves no half-written file,
-    and a previous file at `path` is kept until the new one is whole.
-
-    Raises `ScoringError` naming `path` if it cannot be written.
-    """
-    path = os.fspath(path)
-    temporary = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.gfile.GFile(temporary, "w") as f:
-            f.write(text)
-        tf.io.gfile.rename(temporary, path, overwrite=True)
-    except (OSError, tf.errors.OpError) as error:
-        if tf.io.gfile.exists(temporary):
-            tf.io.gfile.remove(temporary)
-        raise ScoringError(f"cannot write {path}: {error}") from error
-
-
 def score_file(scorer_path, input_path, output_path, batch_size=64) -> int:
     """Scores every line of `input_path`; writes `output_path`; returns the count.
 
@@ -106,7 +88,8 @@ def score_file(scorer_path, input_path, output_path, batch_size=64) -> int:
     and one row per input line, in order (an empty line scores 0 with 0
     tokens). Scores are `SentenceScorer` pseudo-log-likelihoods (natural log,
     higher: more likely). The output is written whole or not at all
-    (`write_text_atomically`).
+    (`write_text_atomically`; its folder must exist: a misspelt one is an
+    error, not a new folder), and a failed write is a `ScoringError`.
 
     Raises `ScoringError` before reading anything if `output_path` is the
     input file (by any path to it) or `batch_size` is not positive.
@@ -124,5 +107,7 @@ def score_file(scorer_path, input_path, output_path, batch_size=64) -> int:
     rows = zip(scored["score"], scored["token_count"], sentences)
     lines = ["score\ttoken_count\tsentence\n"]
     lines += [f"{score:.6f}\t{count}\t{sentence}\n" for score, count, sentence in rows]
-    write_text_atomically(output_path, "".join(lines))
+    write_text_atomically(
+        output_path, "".join(lines), ScoringError, create_folder=False
+    )
     return len(sentences)

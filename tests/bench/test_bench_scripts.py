@@ -470,4 +470,3 @@ def test_peer_tokenizer_reads_the_vocabulary_not_unknown_tokens():
 
     tokenizer = bert_tokenizer(REPO / "electra_tf" / "assets" / "vocab.txt")
     assert tokenizer("the movie")["input_ids"] == [101, 1996, 3185, 102]
-

@@ -237,6 +237,7 @@ def test_refuses_a_non_empty_directory_and_overwrites_only_its_files(
     assert (out / "train-00003-of-00004.tfrecord").exists()
     # A killed build's leftovers and another shard count: replaced, not kept.
     (out / ".tmp-train-00000-of-00002.tfrecord").write_bytes(b"partial")
+    (out / ".tmp-4242-stats.json").write_bytes(b"{")  # write_text_atomically's
     build_pretraining_data(
         [CORPUS], vocabulary, out, progress=False, overwrite=True, **BUILD
     )

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from electra_tf.models.keras_hub_preset import load_keras_hub_preset
 from electra_tf.scoring.sentence_scorer import SentenceScorer
+from scripts.tiny_run import tiny_hparams, tiny_run_flags
 from tests.helpers import (
     SUBPROCESS_TIMEOUT,
     random_batch,
@@ -27,29 +28,14 @@ from tests.helpers import (
 
 REPO = pathlib.Path(__file__).parents[2]
 CORPUS = REPO / "electra_tf" / "assets" / "corpus" / "brown.txt.gz"
+# The tiny run the bad-input probe also starts, 30 steps, on the Brown corpus.
 ARGS = [
     "--corpus",
     str(CORPUS),
     "--vocab",
     str(REPO / "electra_tf" / "assets" / "vocab.txt"),
-    "--steps",
-    "30",
-    "--checkpoint-every",
-    "5",
-    "--batch-size",
-    "8",
-    "--max-seq-length",
-    "64",
-    # Graph mode: every restart would otherwise recompile with XLA (the
-    # default on CPUs), a minute each; resume does not depend on it.
-    "--jit",
-    "off",
-    # Every process here traces the steps and most export: one block per
-    # tower traces in less time, and 2 held-out batches per checkpoint
-    # (not 20) still give every evaluation, curve and eval_results.json.
-    # Resume, init and refusal act on whatever variables the model has.
-    "--hparams",
-    '{"num_layers": 1, "eval_steps": 2}',
+    *tiny_run_flags(steps=30),
+    *tiny_hparams(),
 ]
 
 
@@ -268,7 +254,7 @@ def test_resuming_with_another_model_is_refused_and_changes_nothing(
     [
         # Another mask_prob trained a model whose config.json was rewritten.
         (
-            ["--hparams", '{"num_layers": 1, "eval_steps": 2, "mask_prob": 0.3}'],
+            tiny_hparams(mask_prob=0.3),
             "mask_prob 0.15, not 0.3",
         ),
         # Blamed "another preset or --hparams", after ~100 warning lines.
@@ -309,7 +295,7 @@ def test_a_resumable_change_is_recorded_in_config_json(uninterrupted, tmp_path):
     model_dir = tmp_path / "run"
     shutil.copytree(uninterrupted, model_dir)
     before = json.loads((model_dir / "config.json").read_text())
-    extra = ["--hparams", '{"num_layers": 1, "eval_steps": 2, "keep_checkpoints": 1}']
+    extra = tiny_hparams(keep_checkpoints=1)
     result = _run(model_dir, *extra)
     assert result.returncode == 0, result.stderr[-3000:]
     after = json.loads((model_dir / "config.json").read_text())
