@@ -7,7 +7,9 @@ place because the fastest XLA choice depends on the precision:
 * `auto` precision is `mixed_bfloat16` where bfloat16 matmuls are native: a
   CPU whose flags (`/proc/cpuinfo`) include `avx512_bf16` or `amx_bf16`, a
   GPU of compute capability 8.0 or more, a TPU. Anywhere else it is float32,
-  so a CPU without native bfloat16 keeps exactly today's settings.
+  so a CPU without native bfloat16 keeps exactly today's settings. On a CPU
+  it is float32 also for encoders narrower than `MIN_CPU_BFLOAT16_WIDTH`,
+  whose steps are not made of large matmuls (BENCHMARKS.md section 24).
 * `auto` XLA on a CPU under bfloat16 is off (graph mode): TensorFlow's graph
   mode sends bfloat16 matmuls to oneDNN, XLA's CPU backend does not. Measured
   on an AMD EPYC with `avx512_bf16` (one thread, 4096x256 @ 256x1024,
@@ -39,6 +41,12 @@ NATIVE_BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 ISA_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16")
 # GPUs with native bfloat16: Ampere (compute capability 8.0) and later.
 MIN_BF16_GPU_CAPABILITY = (8, 0)
+# The narrowest encoder (hidden size) that `auto` trains in bfloat16 on a CPU.
+# Pre-training step on the EPYC with avx512_bf16, bfloat16 in graph mode
+# against float32 under XLA (`bench.suite.step_time`, loaded machine): `demo`
+# (64 wide) 0.99x on 2 threads and slower on one; `cpu` (128) 1.45x; `small`
+# (256) 1.36x.
+MIN_CPU_BFLOAT16_WIDTH = 128
 
 logger = logging.getLogger(__name__)
 
@@ -138,18 +146,24 @@ def resolve_precision(
     hardware: Hardware,
     *,
     jit_when_float32: bool,
+    width: int | None = None,
 ) -> Resolved:
     """`--precision` and `--jit` resolved for `hardware` (see the module docstring).
 
     `jit_when_float32`: what `--jit auto` means for float32 on this device
     (`electra_tf.distribution.resolve_jit_compile` for the run's strategy):
-    kept for float32, and for bfloat16 everywhere but a CPU.
+    kept for float32, and for bfloat16 everywhere but a CPU. `width`: the
+    encoder's hidden size (None: not known, the hardware alone decides).
     """
     check_precision(precision, hardware)
     if jit not in ("auto", "on", "off"):
         raise ConfigError(f"--jit must be auto, on or off, got {jit!r}")
     if precision == "auto":
-        precision = "mixed_bfloat16" if hardware.native_bfloat16 else "float32"
+        narrow = width is not None and width < MIN_CPU_BFLOAT16_WIDTH
+        bfloat16 = hardware.native_bfloat16 and not (
+            hardware.device == "cpu" and narrow
+        )
+        precision = "mixed_bfloat16" if bfloat16 else "float32"
     if jit != "auto":
         jit_compile = jit == "on"
     elif precision == "mixed_bfloat16" and hardware.device == "cpu":

@@ -14,6 +14,7 @@ from electra_tf.cli import pretrain as pretrain_cli
 from electra_tf.config import ConfigError
 from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.precision import (
+    MIN_CPU_BFLOAT16_WIDTH,
     Hardware,
     Resolved,
     detect_hardware,
@@ -53,6 +54,25 @@ def test_auto_follows_the_hardware(hardware, jit_when_float32, expected):
         "auto", "auto", hardware, jit_when_float32=jit_when_float32
     )
     assert resolved == expected
+
+
+def test_auto_keeps_narrow_encoders_float32_on_a_cpu_only():
+    def auto(hardware, width):
+        return resolve_precision(
+            "auto", "auto", hardware, jit_when_float32=True, width=width
+        ).precision
+
+    for hardware in (ZEN4, SAPPHIRE_RAPIDS):
+        assert auto(hardware, 64) == "float32"
+        assert auto(hardware, MIN_CPU_BFLOAT16_WIDTH) == "mixed_bfloat16"
+        assert auto(hardware, 256) == "mixed_bfloat16"
+    assert auto(AVX2_ONLY, 256) == "float32"
+    # Accelerators: the width does not matter.
+    assert auto(A100, 64) == auto(TPU, 64) == "mixed_bfloat16"
+    # Given explicitly, bfloat16 is kept at any width.
+    assert resolve_precision(
+        "mixed_bfloat16", "auto", ZEN4, jit_when_float32=True, width=64
+    ) == Resolved("mixed_bfloat16", False)
 
 
 def test_explicit_choices_are_kept():
@@ -124,6 +144,39 @@ def test_float16_on_a_cpu_is_one_line_before_pretraining_writes(
     assert not model_dir.exists()  # no data, checkpoint or export written
 
 
+@pytest.mark.parametrize(
+    "preset, hparams, expected",
+    [
+        ("demo", "{}", "float32"),  # 64 wide
+        ("demo", '{"hidden_dim": 128}', "mixed_bfloat16"),
+        ("cpu", "{}", "mixed_bfloat16"),
+        ("small", "{}", "mixed_bfloat16"),
+    ],
+)
+def test_pretraining_auto_weighs_the_models_width(
+    preset, hparams, expected, monkeypatch, tmp_path
+):
+    """The width after --hparams reaches the resolution (stopped right after
+    it: nothing is built)."""
+    from electra_tf.pretraining.settings import PretrainingFlags
+
+    class Resolved(Exception):
+        pass
+
+    def stop(resolved, *args):
+        raise Resolved(resolved)
+
+    module = electra_tf.pretraining.run
+    monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
+    monkeypatch.setattr(module, "log_resolved", stop)
+    flags = PretrainingFlags(
+        preset=preset, hparams=hparams, precision="auto", model_dir=str(tmp_path)
+    )
+    with pytest.raises(Resolved) as caught:
+        module.pretrain(flags)
+    assert caught.value.args[0].precision == expected
+
+
 def test_float16_on_a_cpu_is_one_line_before_finetuning_writes(
     capsys, monkeypatch, tmp_path
 ):
@@ -155,17 +208,19 @@ def test_float16_on_a_cpu_is_one_line_before_finetuning_writes(
 
 
 @pytest.mark.parametrize(
-    "hardware, expected",
+    "hardware, preset, expected",
     [
-        (ZEN4, Resolved("mixed_bfloat16", False)),
-        (AVX2_ONLY, Resolved("float32", False)),
+        (ZEN4, "cpu", Resolved("mixed_bfloat16", False)),
+        # 64 wide: float32 also where bfloat16 is native.
+        (ZEN4, "tiny", Resolved("float32", False)),
+        (AVX2_ONLY, "cpu", Resolved("float32", False)),
     ],
 )
 def test_finetuning_auto_reaches_the_config_and_the_log(
-    hardware, expected, caplog, monkeypatch, tmp_path
+    hardware, preset, expected, caplog, monkeypatch, tmp_path
 ):
-    """Every kind's config gets the resolved precision and XLA choice (the run
-    itself stubbed: no model is built)."""
+    """Every kind's config gets the resolved precision and XLA choice, weighing
+    the encoder's width (the run itself stubbed: no model is built)."""
     module = electra_tf.finetuning.finetune
     monkeypatch.setattr(module, "detect_hardware", lambda: hardware)
     given = {}
@@ -173,7 +228,9 @@ def test_finetuning_auto_reaches_the_config_and_the_log(
         module, "run_finetuning", lambda task, *a, **k: given.update(task=task) or {}
     )
     caplog.set_level("INFO", logger="electra_tf.precision")
-    base = FinetuningFlags(pretrained="none", precision="auto", seeds="1")
+    base = FinetuningFlags(
+        pretrained="none", preset=preset, precision="auto", seeds="1"
+    )
     for flags in (
         dataclasses.replace(base, data_dir=str(REPO / "tests/fixtures/glue")),
         dataclasses.replace(base, task="tagging"),

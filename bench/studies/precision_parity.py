@@ -22,6 +22,7 @@ and spread, and the difference of the means.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import pathlib
 import statistics
@@ -69,8 +70,6 @@ def task_flags(task: str, args) -> dict:
 
 def pretraining_run(precision: str, seed: str, args) -> dict:
     """README command 1 at `precision` with weight and draw seed `seed`."""
-    import json
-
     import keras
 
     from bench.studies.paper.pretraining import held_out_history
@@ -83,16 +82,14 @@ def pretraining_run(precision: str, seed: str, args) -> dict:
         hparams = json.dumps({"seed": int(seed)})
         pretrain(
             PretrainingFlags(
-                precision=precision, hparams=hparams, model_dir=str(model_dir)
+                model_dir=str(model_dir), hparams=hparams, precision=precision
             )
         )
-        keras.backend.clear_session()
-    config = json.loads((model_dir / "config.json").read_text())
-    held_out = json.loads(finished.read_text())
+        keras.backend.clear_session()  # the next run builds its own models
+    training = json.loads((model_dir / "config.json").read_text())["training"]
     return {
-        "test": held_out["rtd_auc"],
-        "precision": config["training"]["precision"],
-        "jit_compile": config["training"]["jit_compile"],
+        "test": json.loads(finished.read_text())["rtd_auc"],
+        **{key: training[key] for key in ("precision", "jit_compile")},
         "rtd_auc_by_step": {
             point["step"]: point["rtd_auc"] for point in held_out_history(model_dir)
         },
@@ -163,12 +160,6 @@ def main(argv=None):
         write_result(
             args.output, {**run_info(__file__), **vars(args), "tasks": results}
         )
-    for task, result in results.items():
-        for precision in args.precisions.split(","):
-            print(
-                f"{task} {precision}: test mean {result[precision]['test_mean']:.4f} "
-                f"(spread {result[precision]['test_spread']:.4f})"
-            )
 
 
 if __name__ == "__main__":

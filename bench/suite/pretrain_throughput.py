@@ -184,18 +184,23 @@ def torch_peak(precision: str = "float32") -> dict:
     return _best_rates(rates)
 
 
-def resolved_precision(precision: str, jit: str = "auto", on_cpu: bool = True):
+def resolved_precision(
+    precision: str, jit: str = "auto", on_cpu: bool = True, preset: str | None = None
+):
     """`electra_tf.precision.Resolved` for a benchmark's `--precision` and an
     implementation's `--jit`, as the commands resolve them on this machine
-    (`on_cpu`: pre-training's XLA on a CPU, False for fine-tuning's)."""
+    for `preset`'s width (`on_cpu`: pre-training's XLA on a CPU, False for
+    fine-tuning's)."""
     from electra_tf.distribution import resolve_jit_compile
     from electra_tf.precision import detect_hardware, resolve_precision
+    from electra_tf.presets import get_preset
 
     return resolve_precision(
         precision,
         jit,
         detect_hardware(),
         jit_when_float32=resolve_jit_compile("auto", on_cpu=on_cpu),
+        width=get_preset(preset).model.hidden_dim if preset else None,
     )
 
 
@@ -221,7 +226,7 @@ def precision_of(name: str, args) -> str:
     peer's `--peer-precision` (default `--precision`), ours `--precision`."""
     peer = name.startswith("transformers")
     requested = (peer and args.peer_precision) or args.precision
-    return resolved_precision(requested).precision
+    return resolved_precision(requested, preset=args.preset).precision
 
 
 def torch_autocast(precision: str):
@@ -281,7 +286,7 @@ def our_worker(args) -> None:
     jit = {"ours_xla": "on", "ours_graph": "off"}.get(args.worker, "auto")
     if args.worker == "ours_gumbel_max":
         pretraining = pretraining.override(sampler="gumbel_max")
-    resolved = resolved_precision(args.precision, jit)
+    resolved = resolved_precision(args.precision, jit, preset=args.preset)
     set_precision(resolved.precision)
     keras.utils.set_random_seed(0)
     pretrainer = build_pretrainer(
@@ -517,11 +522,13 @@ def main(argv=None):
     if unknown or not names:
         sys.exit(f"--implementations: unknown {sorted(unknown)} (of {IMPLEMENTATIONS})")
     # Each implementation's precision, resolved here (auto: this machine's).
-    ours = resolved_precision(args.precision)
-    peer_precision = resolved_precision(args.peer_precision or args.precision)
+    ours = resolved_precision(args.precision, preset=args.preset)
+    peer_precision = resolved_precision(
+        args.peer_precision or args.precision, preset=args.preset
+    )
     precisions = {name: precision_of(name, args) for name in IMPLEMENTATIONS}
     xla = {
-        name: resolved_precision(args.precision, jit).jit_compile
+        name: resolved_precision(args.precision, jit, preset=args.preset).jit_compile
         for name, jit in (("ours", "auto"), ("ours_xla", "on"), ("ours_graph", "off"))
     }
     xla["ours_gumbel_max"] = xla["ours"]

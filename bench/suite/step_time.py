@@ -91,7 +91,7 @@ def main():
         if precision == "auto":
             from bench.suite.pretrain_throughput import resolved_precision
 
-            resolved = resolved_precision("auto")
+            resolved = resolved_precision("auto", preset=args.preset)
             jit, precision = resolved.jit_compile, resolved.precision
         settings[name] = {"precision": precision, "jit_compile": jit}
         set_precision(precision)

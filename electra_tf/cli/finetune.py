@@ -101,8 +101,8 @@ def parse_args(argv=None):
     add = parser.add_argument
     add("--precision", choices=PRECISION_CHOICES, help="Keras dtype policy "
         f"(default {DEFAULT.precision}). auto: mixed_bfloat16 where bfloat16 is native "
-        "(avx512_bf16 or amx_bf16 CPUs, GPUs of compute capability >= 8.0, TPUs), "
-        "else float32; mixed_float16 needs a GPU. Exports stay float32.")
+        "(avx512_bf16/amx_bf16 CPUs at widths >= 128, GPUs of compute capability >= "
+        "8.0, TPUs), else float32; mixed_float16 needs a GPU. Exports: float32.")
     add("--jit", choices=["auto", "on", "off"], help=f"XLA (default {DEFAULT.jit}); "
         "auto = on GPUs and TPUs only (off on a CPU under bfloat16).")
     # fmt: on

@@ -92,8 +92,8 @@ def parse_args(argv=None):
         f"({TrainingConfig.checkpoint_every}, or --steps).")
     add("--precision", choices=PRECISION_CHOICES, help="Keras dtype policy "
         f"(default {default.precision}). auto: mixed_bfloat16 where bfloat16 is "
-        "native (avx512_bf16 or amx_bf16 CPUs, GPUs of compute capability >= 8.0, "
-        "TPUs), else float32; mixed_float16 needs a GPU. Exports stay float32.")
+        "native (avx512_bf16/amx_bf16 CPUs at widths >= 128, GPUs of compute capability"
+        " >= 8.0, TPUs), else float32; mixed_float16 needs a GPU. Exports: float32.")
     add("--strategy", choices=STRATEGIES, help="default (the default): one "
         "device; mirrored: all local GPUs (or --devices); multi_worker: several "
         "hosts, each with its own TF_CONFIG (needs --data); tpu: the TPU --tpu.")

@@ -62,6 +62,7 @@ def configured_task(
         # XLA on CPUs is measured to pay off for pre-training, not for
         # fine-tuning (float32).
         jit_when_float32=resolve_jit_compile("auto", on_cpu=False),
+        width=start.architecture["hidden_dim"],
     )
     log_resolved(resolved, flags.precision, flags.jit, hardware)
     size, config = resolve_finetuning_config(

@@ -186,11 +186,17 @@ def pretrain(flags: PretrainingFlags) -> dict:
         devices=flags.devices.split(",") if flags.devices else None,
     )
     hardware = detect_hardware(strategy)
+    # The model's width, which `auto` weighs on a CPU: the configs resolved
+    # once at a fixed precision (nothing else in them depends on it).
+    width = resolve_configs(
+        dataclasses.replace(flags, precision="float32"), jit_compile=False
+    ).model.hidden_dim
     resolved = resolve_precision(
         flags.precision,
         flags.jit,
         hardware,
         jit_when_float32=resolve_jit_compile("auto", strategy),
+        width=width,
     )
     log_resolved(resolved, flags.precision, flags.jit, hardware)
     configs = resolve_configs(

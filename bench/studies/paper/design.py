@@ -178,14 +178,13 @@ def setup_configs(args, data) -> dict:
 
 
 def resolve_precision(setup: dict, jit_when_float32: bool):
-    """The study's precision with the XLA choice `--precision` gets in the
-    product (`electra_tf.precision`): graph mode for bfloat16 on a CPU."""
-    from electra_tf.precision import detect_hardware, resolve_precision
+    """The study's precision with the XLA choice the product makes for it
+    (`electra_tf.precision`): graph mode for bfloat16 on a CPU."""
+    from electra_tf import precision
 
-    precision = setup.get("precision", "float32")
-    hardware = detect_hardware()
-    return resolve_precision(
-        precision, "auto", hardware, jit_when_float32=jit_when_float32
+    hardware, given = precision.detect_hardware(), setup.get("precision", "float32")
+    return precision.resolve_precision(
+        given, "auto", hardware, jit_when_float32=jit_when_float32
     )
 
 
