@@ -6,8 +6,9 @@
 
 `pretraining` is README command 1 (`pretrain/run.py` with no flags but the
 precision and `{"seed": S}`, which seeds the weights and every draw), its
-held-out RTD AUC at each evaluation recorded; a run already finished in
-`--work-dir` is read, not rerun, so the two precisions can run as two processes.
+held-out RTD AUC at each evaluation recorded. A run already finished in
+`--work-dir` is read, not rerun, so the two precisions can run as two processes
+and a killed study resumes.
 
 For each task, precision and seed, one `finetune` run (one seed a run, so each
 seed's test split is scored) from a randomly initialised `--preset` encoder:
@@ -139,7 +140,11 @@ def main(argv=None):
                     output_dir=output_dir,
                     overwrite=True,
                 )
-                _, summary = finetune(flags)
+                # A finished run is read, not rerun (the study resumes).
+                # (`test` is written last: without it the run was killed.)
+                metrics = pathlib.Path(output_dir) / "metrics.json"
+                summary = json.loads(metrics.read_text()) if metrics.exists() else {}
+                summary = summary if "test" in summary else finetune(flags)[1]
                 runs[seed] = {
                     "test": summary["test"]["accuracy"],
                     "dev_score": summary["median"]["score"],
