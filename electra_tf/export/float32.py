@@ -65,9 +65,10 @@ def float32_model(model: keras.Model) -> keras.Model:
     The copy has `model`'s class, weights (the same float32 values), assets
     and, if `model` was compiled, its compile arguments and optimizer state.
     """
-    config = keras.saving.serialize_keras_object(model)
-    patched = float32_config(config)
-    if patched == config:
+    # Checked on the layers first: a float32 model is returned without being
+    # serialised (a subclass without `get_config` cannot be, and needs not).
+    layers = model._flatten_layers(include_self=True)
+    if all(layer.dtype_policy.name not in REDUCED_POLICIES for layer in layers):
         return model
     with tempfile.TemporaryDirectory() as directory:
         saved = os.path.join(directory, "model.keras")

@@ -170,7 +170,9 @@ def run_finetuning(
             summary["test"],
         )
     summary["keras_model"] = os.path.join(output_dir, task.model_file)
-    # Computing in float32 whatever the run's precision (exports do).
-    float32_model(best_model).save(summary["keras_model"])
+    # Computing in float32 whatever the run's precision (exports do); a
+    # float32 run's model is saved as it is.
+    reduced = task.config.precision != "float32"
+    (float32_model(best_model) if reduced else best_model).save(summary["keras_model"])
     write_json(metrics_file, summary)
     return summary
