@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import keras
@@ -142,6 +143,19 @@ def worker_temp_dir(model_dir: str, strategy: tf.distribute.Strategy) -> str:
 def set_precision(precision: str) -> None:
     """Sets the global Keras dtype policy; models must be built after this."""
     keras.mixed_precision.set_global_policy(precision)
+
+
+@contextlib.contextmanager
+def precision_policy(precision: str):
+    """The global Keras dtype policy is `precision` inside, and the caller's
+    again afterwards (also after an error): models built inside compute in
+    it, what the caller builds later (a study, a test) is not affected."""
+    previous = keras.mixed_precision.global_policy()
+    set_precision(precision)
+    try:
+        yield
+    finally:
+        keras.mixed_precision.set_global_policy(previous)
 
 
 def accelerators_present(strategy: tf.distribute.Strategy | None = None) -> bool:

@@ -28,6 +28,8 @@ import zipfile
 
 import keras
 
+from electra_tf.distribution import precision_policy
+
 # Dtype policies that compute below float32 (a serialized `DTypePolicy`'s
 # name, or a layer config's `dtype` string); quantized policies are left alone.
 REDUCED_POLICIES = ("mixed_bfloat16", "mixed_float16", "bfloat16", "float16")
@@ -86,9 +88,5 @@ def float32_model(model: keras.Model) -> keras.Model:
                 with source.open(item) as read, target.open(entry, "w") as write:
                     while chunk := read.read(1 << 24):
                         write.write(chunk)
-        previous = keras.mixed_precision.global_policy()
-        keras.mixed_precision.set_global_policy("float32")
-        try:
+        with precision_policy("float32"):
             return keras.models.load_model(copy, safe_mode=True)
-        finally:
-            keras.mixed_precision.set_global_policy(previous)

@@ -22,7 +22,7 @@ import numpy as np
 import tensorflow as tf
 
 from electra_tf.config import ConfigError, FinetuningConfig
-from electra_tf.distribution import set_precision
+from electra_tf.distribution import precision_policy
 from electra_tf.export.float32 import float32_model
 from electra_tf.finetuning.best_epoch import BestEpochSelection
 from electra_tf.finetuning.files import write_json
@@ -69,14 +69,8 @@ def finetune_seed(
     """
     config = task.config
     keras.utils.set_random_seed(seed)
-    # The model computes in the run's precision; the global policy is put
-    # back afterwards (what is built later, e.g. in a test, is not affected).
-    previous_policy = keras.mixed_precision.global_policy()
-    set_precision(config.precision)
-    try:
+    with precision_policy(config.precision):
         model = task.build_model()
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
     dataset = task.training_data(model, seed)
     steps_per_epoch = int(dataset.cardinality())
     if steps_per_epoch < 1:

@@ -34,8 +34,8 @@ from electra_tf.distribution import (
     check_global_batch,
     is_chief,
     make_strategy,
+    precision_policy,
     resolve_jit_compile,
-    set_precision,
     worker_temp_dir,
 )
 from electra_tf.export.pretrained import export_pretrained
@@ -276,11 +276,7 @@ def run_pretraining(
     check_global_batch(training.batch_size, strategy)
     # Before anything is written (issue 49: float16 on a CPU trained nothing).
     check_precision(training.precision, detect_hardware(strategy))
-    # The run's models are built under its policy; the caller's is put back
-    # afterwards, so that what a study or a test builds next is not affected.
-    previous_policy = keras.mixed_precision.global_policy()
-    set_precision(training.precision)
-    try:
+    with precision_policy(training.precision):
         return _train_and_export(
             model,
             pretraining,
@@ -291,8 +287,6 @@ def run_pretraining(
             init_checkpoint=init_checkpoint,
             verbose=verbose,
         )
-    finally:
-        keras.mixed_precision.set_global_policy(previous_policy)
 
 
 def _train_and_export(
