@@ -17,12 +17,19 @@ fixture, repeated, made once before training on both sides).
 
 `--padding max_length` (the default) pads every batch to `--max-seq-length` on
 both sides, so the ratio is one of step speed and MFU is meaningful.
-`--padding longest` runs both as a user wanting speed would: ours with
-length-grouped batches cut to their longest (`length_grouping`), the peer with
-`LengthGroupedSampler` and `padding="longest"`; each side then counts the
-positions of the batches it times and of one whole epoch, and the headline
-`epoch_examples_per_second` is an epoch's examples at the timed positions per
-second (MFU not reported).
+`--padding longest` runs both as a user wanting speed would: batches grouped
+by length (`length_grouping`, Hugging Face's `LengthGroupedSampler` made in
+tf.data), each cut to its longest (ours trimmed in `fit`, the peer's
+`padding="longest"`); each side then counts the positions of the batches it
+times and of one whole epoch, and the headline `epoch_examples_per_second` is
+an epoch's examples at the timed positions per second (MFU not reported).
+
+For classification and tagging both sides train the same examples in the same
+batches in the same order (`shared_batches`, drawn once by the parent): the
+peer's own sampler puts its longest batch first and each side would otherwise
+time a different sample of lengths, and a step's cost per position grows with
+its length. QA's windows are made by each side (their counts differ), so each
+shuffles its own.
 
 `--precision` (float32, mixed_bfloat16 or auto, as `electra_tf.precision`
 resolves it) applies to every implementation, or per implementation with a
@@ -49,6 +56,7 @@ import os
 import pathlib
 import statistics
 import sys
+import tempfile
 import time
 
 from bench.result_file import write_result
@@ -133,6 +141,7 @@ def parse_args(argv=None):
     # Internal: the worker of one implementation and task.
     parser.add_argument("--worker", choices=IMPLEMENTATIONS, help=argparse.SUPPRESS)
     parser.add_argument("--task", choices=TASKS, help=argparse.SUPPRESS)
+    parser.add_argument("--batches-file", help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -174,19 +183,97 @@ def padding_of(task: str, args) -> str:
     return "max_length" if task == "qa" else args.padding
 
 
-def _training_batches(args, elements, lengths):
-    """Shuffled batches of `elements`, sorted by length in runs unless
-    padding to max_length, as fine-tuning makes them."""
+def _index_batches(args, lengths, count: int, total: int) -> list[list[int]]:
+    """The first `total` batches of indices into `count` examples, shuffled
+    and (unless padding to max_length) sorted by `lengths` in runs, as
+    fine-tuning batches its examples, epoch after epoch."""
+    import numpy as np
+
     from electra_tf.finetuning import length_grouping
 
-    grouping = {}
-    if args.padding != "max_length":
-        grouping = {
-            "lengths": lengths,
-        }
-    return length_grouping.batches(
-        elements, args.batch_size, shuffle=True, seed=1, **grouping
+    grouped = args.padding != "max_length" and lengths is not None
+    batches = length_grouping.batches(
+        np.arange(count),
+        args.batch_size,
+        shuffle=True,
+        seed=1,
+        lengths=lengths if grouped else None,
     )
+    return [b.tolist() for b in batches.repeat().take(total).as_numpy_iterator()]
+
+
+def _batches_needed(args, count: int) -> int:
+    """The timed run's steps, or one epoch if longer (its positions are
+    counted)."""
+    steps = args.warmup_steps + args.rounds * args.steps
+    return max(steps, -(-count // args.batch_size))
+
+
+def shared_batches(task: str, args) -> list[list[int]]:
+    """The index batches both sides train for `task` (classification or
+    tagging), grouped by the lengths our preprocessor packs."""
+    _, _, elements, lengths = _our_task(task, args)
+    count = len(lengths)
+    return _index_batches(args, lengths, count, _batches_needed(args, count))
+
+
+def _batches_for(task: str, args) -> list[list[int]]:
+    """`--batches-file`'s batches (the parent's `shared_batches`), else drawn
+    here (a trainer made outside a benchmark run)."""
+    if args.batches_file:
+        return json.loads(pathlib.Path(args.batches_file).read_text())
+    return shared_batches(task, args)
+
+
+def _our_task(task: str, args):
+    """`(model, config, elements, lengths)`: `task`'s model as fine-tuning
+    builds it from a random `--preset` encoder, its recipe, its training
+    examples (tensors, one a row) and their packed lengths (None for QA)."""
+    import keras
+
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.finetuning.starting_point import StartingPoint
+
+    vocabulary = Vocabulary.from_file(VOCABULARY)
+    keras.utils.set_random_seed(1)
+    if task == "qa":
+        from electra_tf.finetuning.question_answering import (
+            build_question_answerer,
+            training_windows,
+        )
+
+        config = _qa_config(args)
+        model_config = _model_config(args.preset, vocabulary, config.encoder_dropout)
+        model = build_question_answerer(
+            1, config, StartingPoint(None, model_config, vocabulary)
+        )
+        windows = training_windows(model.preprocessor, _squad_examples())
+        return model, config, windows, None
+    model_config = _model_config(args.preset, vocabulary, 0.1)
+    config = _recipe(args, model_config)
+    starting_point = StartingPoint(None, model_config, vocabulary)
+    if task == "classification":
+        from electra_tf.finetuning.classification import build_classifier
+        from electra_tf.finetuning.glue_readers import read_glue_tsv
+        from electra_tf.finetuning.glue_tasks import get_task
+
+        glue_task = get_task("sst2")
+        examples = read_glue_tsv(
+            glue_task, "train", str(_data_dir(args, "rt_polarity"))
+        )
+        model = build_classifier(glue_task, config, starting_point)
+        elements = examples.elements
+    else:
+        from electra_tf.finetuning.tagging import (
+            build_token_classifier,
+            load_tagging_data,
+        )
+
+        directory = _data_dir(args, "brown_pos")
+        data = load_tagging_data(directory / "train.conll", directory / "dev.conll")
+        model = build_token_classifier(data.tags, config, starting_point)
+        elements = data.train.elements(data.tag_ids)
+    return model, config, elements, model.preprocessor.sequence_lengths(elements[0])
 
 
 def _squad_examples():
@@ -244,66 +331,20 @@ class OurTrainer:
     """
 
     def __init__(self, task: str, args, jit_compile: bool, total_steps: int):
-        import functools
-
-        import keras
         import keras_hub
+        import tensorflow as tf
 
-        from electra_tf.data.vocabulary import Vocabulary
-        from electra_tf.finetuning.starting_point import StartingPoint
         from electra_tf.finetuning.trainer import make_optimizer
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
-        vocabulary = Vocabulary.from_file(VOCABULARY)
-        keras.utils.set_random_seed(1)
+        model, config, elements, _ = _our_task(task, args)
+        count = int(tf.shape(tf.nest.flatten(elements)[0])[0])
         if task == "qa":
-            from electra_tf.finetuning.question_answering import (
-                build_question_answerer,
-                training_windows,
+            index_batches = _index_batches(
+                args, None, count, _batches_needed(args, count)
             )
-
-            config = _qa_config(args)
-            model_config = _model_config(
-                args.preset, vocabulary, config.encoder_dropout
-            )
-            model = build_question_answerer(
-                1, config, StartingPoint(None, model_config, vocabulary)
-            )
-            windows = training_windows(model.preprocessor, _squad_examples())
-            dataset = _training_batches(args, windows, None)
         else:
-            model_config = _model_config(args.preset, vocabulary, 0.1)
-            config = _recipe(args, model_config)
-            if task == "classification":
-                from electra_tf.finetuning.classification import build_classifier
-                from electra_tf.finetuning.glue_readers import read_glue_tsv
-                from electra_tf.finetuning.glue_tasks import get_task
-
-                glue_task = get_task("sst2")
-                examples = read_glue_tsv(
-                    glue_task, "train", str(_data_dir(args, "rt_polarity"))
-                )
-                model = build_classifier(
-                    glue_task, config, StartingPoint(None, model_config, vocabulary)
-                )
-                lengths = model.preprocessor.sequence_lengths(examples.elements[0])
-                dataset = _training_batches(args, examples.elements, lengths)
-            else:
-                from electra_tf.finetuning.tagging import (
-                    build_token_classifier,
-                    load_tagging_data,
-                )
-
-                directory = _data_dir(args, "brown_pos")
-                data = load_tagging_data(
-                    directory / "train.conll", directory / "dev.conll"
-                )
-                model = build_token_classifier(
-                    data.tags, config, StartingPoint(None, model_config, vocabulary)
-                )
-                elements = data.train.elements(data.tag_ids)
-                lengths = model.preprocessor.sequence_lengths(elements[0])
-                dataset = _training_batches(args, elements, lengths)
+            index_batches = _batches_for(task, args)
         if args.padding == "max_length" and task != "qa":
             # keras-hub's own: the preprocessor's packed length, untrimmed.
             model.preprocess_samples = functools.partial(
@@ -314,17 +355,24 @@ class OurTrainer:
             jit_compile=jit_compile,
         )
         self.model = model
-        self.epoch = dataset
-        # The batches `fit` will take, drawn once so that the positions of
-        # the timed ones are known (a second iterator over the dataset would
-        # shuffle differently); still tokenised and trimmed inside `fit`.
-        import tensorflow as tf
-
-        drawn = iter(dataset.repeat())
-        self.batches = [next(drawn) for _ in range(total_steps)]
+        self.index_batches = index_batches
+        # Drawn here, so that the positions of the timed ones are known;
+        # still tokenised and trimmed inside `fit`.
+        elements = tf.nest.map_structure(
+            lambda v: v if isinstance(v, tf.RaggedTensor) else tf.constant(v),
+            elements,
+        )
+        self.batches = [
+            tf.nest.map_structure(lambda v, i=indices: tf.gather(v, i), elements)
+            for indices in index_batches
+        ]
+        self.epoch_batches = -(-count // args.batch_size)
         self.counts = [tuple(map(int, self._count(*b))) for b in self.batches]
         self.dataset = tf.data.Dataset.from_generator(
-            lambda: iter(self.batches), output_signature=dataset.element_spec
+            lambda: iter(self.batches),
+            output_signature=tf.data.Dataset.from_tensor_slices(elements)
+            .batch(args.batch_size)
+            .element_spec,
         )
 
     def _count(self, *batch):
@@ -340,7 +388,7 @@ class OurTrainer:
 
     def positions(self) -> dict:
         """The positions an epoch's steps compute, as `fit` trims them."""
-        return position_means(self.epoch.map(self._count).as_numpy_iterator())
+        return position_means(self.counts[: self.epoch_batches])
 
     def serve(self, commands, reply) -> None:
         import keras
@@ -481,26 +529,17 @@ class PeerTrainer:
             self.model = transformers.ElectraForQuestionAnswering(config)
         self.count = len(self.windows["input_ids"]) if task == "qa" else len(self.texts)
         self.padding = padding_of(task, args)
-        if self.padding == "longest":
-            from transformers.trainer_pt_utils import LengthGroupedSampler
-
-            lengths = [
-                len(ids)
-                for ids in self.tokenizer(
-                    self.texts,
-                    is_split_into_words=task == "tagging",
-                    truncation=True,
-                    max_length=self.length,
-                )["input_ids"]
+        if task == "qa":
+            order = np.random.default_rng(1).permutation(self.count)
+            self.index_batches = [
+                [
+                    int(order[(k * self.batch_size + i) % self.count])
+                    for i in range(self.batch_size)
+                ]
+                for k in range(_batches_needed(args, self.count))
             ]
-            sampler = LengthGroupedSampler(
-                self.batch_size,
-                lengths=lengths,
-                generator=torch.Generator().manual_seed(1),
-            )
-            self.order = np.asarray(list(sampler))
         else:
-            self.order = np.random.default_rng(1).permutation(self.count)
+            self.index_batches = _batches_for(task, args)
         self.position = 0
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
@@ -516,10 +555,8 @@ class PeerTrainer:
         self.model.train()
 
     def _next_indices(self):
-        indices = [
-            self.order[(self.position + i) % self.count] for i in range(self.batch_size)
-        ]
-        self.position += self.batch_size
+        indices = self.index_batches[self.position % len(self.index_batches)]
+        self.position += 1
         return indices
 
     def _batch(self):
@@ -669,7 +706,7 @@ def worker(args) -> None:
 class Worker:
     """One implementation training one task in its own process."""
 
-    def __init__(self, name: str, task: str, args):
+    def __init__(self, name: str, task: str, args, batches_file=None):
         self.name = f"{name} ({task})"
         implementation, _ = split_name(name, args.precision)
         # The precision resolved here, so that the worker gets a concrete one.
@@ -690,6 +727,8 @@ class Worker:
             arguments += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
         if args.core is not None:
             arguments += ["--core", args.core]
+        if batches_file:
+            arguments += ["--batches-file", batches_file]
         self.process = WorkerProcess(
             self.name, "bench.suite.finetune_throughput", arguments
         )
@@ -704,7 +743,17 @@ class Worker:
 
 def measure_task(task: str, names, args) -> dict:
     """Warm-up, then rounds in turn: per implementation its per-step times."""
-    workers = {name: Worker(name, task, args) for name in names}
+    with tempfile.TemporaryDirectory() as directory:
+        batches_file = None
+        if task != "qa":
+            batches_file = pathlib.Path(directory) / "batches.json"
+            batches_file.write_text(json.dumps(shared_batches(task, args)))
+        workers = {name: Worker(name, task, args, batches_file) for name in names}
+        return _measure(task, workers, args)
+
+
+def _measure(task: str, workers: dict, args) -> dict:
+    names = list(workers)
     timings = {name: {"wall": [], "cpu": [], "positions": []} for name in names}
     peaks, warmup, positions = [], {}, {}
     try:

@@ -398,22 +398,52 @@ def test_finetune_throughput_with_batches_grouped_by_length():
     _serve_one_step("transformers", "tagging", "--padding", "longest")
 
 
-def test_finetune_throughput_counts_the_same_real_tokens_on_both_sides():
-    # The same sentences in batches of the same size: the same real tokens a
-    # step on average (one WordPiece vocabulary), whatever each side pads.
+def test_finetune_throughput_trains_the_same_batches_on_both_sides():
+    # The same sentences in the same length-grouped batches, in order: the
+    # timed steps are the same work but for how each side pads (before,
+    # the peer's own sampler put its longest batch first and biased the
+    # ratio). Sentences of more pieces than a window: ours tags them in a
+    # second window, the peer truncates; elsewhere the counts are equal.
     pytest.importorskip("transformers")
     from bench.suite import finetune_throughput as bench
 
-    counted = {}
-    for name in ("ours_graph", "transformers"):
-        args = _finetune_args("--padding", "longest")
-        counted[name] = bench.make_trainer(name, "tagging", args).positions()
-    ours, peer = counted["ours_graph"], counted["transformers"]
-    assert ours["real_tokens_per_step"] == pytest.approx(
-        peer["real_tokens_per_step"], rel=0.02
+    args = _finetune_args("--padding", "longest")
+    ours = bench.make_trainer("ours_graph", "tagging", args)
+    peer = bench.make_trainer("transformers", "tagging", args)
+    assert ours.index_batches == peer.index_batches
+    assert len(ours.index_batches) >= ours.epoch_batches
+    whole = 0
+    for counts in ours.counts[:40]:
+        mask = peer._batch()["attention_mask"]
+        if mask.shape[1] < args.max_seq_length:
+            assert counts == (mask.numel(), int(mask.sum()))
+            whole += 1
+    assert whole >= 30
+    # Grouped: a batch's sentences are of similar length (~1% padding).
+    measured = {side: t.positions() for side, t in (("ours", ours), ("peer", peer))}
+    assert measured["peer"]["padding_fraction"] < 0.05
+    assert measured["ours"]["real_tokens_per_step"] == pytest.approx(
+        measured["peer"]["real_tokens_per_step"], rel=0.02
     )
-    for side in (ours, peer):
-        assert side["positions_per_step"] >= side["real_tokens_per_step"] > 0
+
+
+@pytest.mark.slow
+def test_finetune_throughput_hands_both_workers_the_parents_batches(tmp_path):
+    pytest.importorskip("transformers")
+    from bench.suite import finetune_throughput as bench
+
+    output = tmp_path / "result.json"
+    command = ["--preset", "tiny", "--max-seq-length", "64", "--batch-size", "4"]
+    command += ["--tasks", "classification", "--padding", "longest", "--core", "-1"]
+    command += ["--warmup-steps", "1", "--steps", "2", "--rounds", "2"]
+    assert bench.main(command + ["--output", str(output)]) == 0
+    rows = json.loads(output.read_text())["tasks"]["classification"]["results"]
+    ours, peer = rows["ours"], rows["transformers"]
+    # The timed steps' positions: the same batches, each cut to its longest.
+    assert ours["round_positions_per_step"] == pytest.approx(
+        peer["round_positions_per_step"], rel=0.05
+    )
+    assert ours["epoch"]["batches_counted"] == peer["epoch"]["batches_counted"]
 
 
 def test_finetune_throughput_peer_labels_qa_windows_at_the_answer():
