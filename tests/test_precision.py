@@ -156,8 +156,8 @@ def test_float16_on_a_cpu_is_one_line_before_pretraining_writes(
 def test_pretraining_auto_weighs_the_models_width(
     preset, hparams, expected, monkeypatch, tmp_path
 ):
-    """The width after --hparams reaches the resolution (stopped right after
-    it: nothing is built)."""
+    """The default (`auto`) with the width after --hparams reaches the
+    resolution (stopped right after it: nothing is built)."""
     from electra_tf.pretraining.settings import PretrainingFlags
 
     class Resolved(Exception):
@@ -169,12 +169,33 @@ def test_pretraining_auto_weighs_the_models_width(
     module = electra_tf.pretraining.run
     monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
     monkeypatch.setattr(module, "log_resolved", stop)
-    flags = PretrainingFlags(
-        preset=preset, hparams=hparams, precision="auto", model_dir=str(tmp_path)
-    )
+    flags = PretrainingFlags(preset=preset, hparams=hparams, model_dir=str(tmp_path))
     with pytest.raises(Resolved) as caught:
         module.pretrain(flags)
     assert caught.value.args[0].precision == expected
+
+
+def test_pretraining_auto_keeps_a_resumed_runs_precision(monkeypatch, tmp_path):
+    """A `cpu`-preset run recorded in float32 (e.g. before `auto` was the
+    default) resumes in float32 on a bfloat16 CPU, not refused as another
+    run; given explicitly, a precision is taken as given."""
+    from electra_tf.pretraining.settings import PretrainingFlags
+
+    class Resolved(Exception):
+        pass
+
+    def stop(resolved, *args):
+        raise Resolved(resolved)
+
+    module = electra_tf.pretraining.run
+    monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
+    monkeypatch.setattr(module, "log_resolved", stop)
+    (tmp_path / "config.json").write_text('{"training": {"precision": "float32"}}')
+    for given, expected in (("auto", "float32"), ("mixed_bfloat16", "mixed_bfloat16")):
+        flags = PretrainingFlags(preset="cpu", model_dir=str(tmp_path), precision=given)
+        with pytest.raises(Resolved) as caught:
+            module.pretrain(flags)
+        assert caught.value.args[0].precision == expected
 
 
 def test_float16_on_a_cpu_is_one_line_before_finetuning_writes(
@@ -219,8 +240,9 @@ def test_float16_on_a_cpu_is_one_line_before_finetuning_writes(
 def test_finetuning_auto_reaches_the_config_and_the_log(
     hardware, preset, expected, caplog, monkeypatch, tmp_path
 ):
-    """Every kind's config gets the resolved precision and XLA choice, weighing
-    the encoder's width (the run itself stubbed: no model is built)."""
+    """Every kind's config gets the default (`auto`) precision and XLA choice
+    resolved, weighing the encoder's width (the run itself stubbed: no model
+    is built)."""
     module = electra_tf.finetuning.finetune
     monkeypatch.setattr(module, "detect_hardware", lambda: hardware)
     given = {}
@@ -228,9 +250,7 @@ def test_finetuning_auto_reaches_the_config_and_the_log(
         module, "run_finetuning", lambda task, *a, **k: given.update(task=task) or {}
     )
     caplog.set_level("INFO", logger="electra_tf.precision")
-    base = FinetuningFlags(
-        pretrained="none", preset=preset, precision="auto", seeds="1"
-    )
+    base = FinetuningFlags(pretrained="none", preset=preset, seeds="1")
     for flags in (
         dataclasses.replace(base, data_dir=str(REPO / "tests/fixtures/glue")),
         dataclasses.replace(base, task="tagging"),

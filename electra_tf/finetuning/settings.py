@@ -60,7 +60,8 @@ class FinetuningFlags:
     vocab: str | None = None
     lowercase: bool = True
     jit: str = "auto"
-    precision: str = "float32"
+    # Resolved per machine and encoder width (`electra_tf.precision`).
+    precision: str = "auto"
 
 
 def parse_seeds(text: str) -> list[int]:

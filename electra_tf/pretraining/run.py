@@ -191,14 +191,20 @@ def pretrain(flags: PretrainingFlags) -> dict:
     width = resolve_configs(
         dataclasses.replace(flags, precision="float32"), jit_compile=False
     ).model.hidden_dim
+    # `auto` resuming a run keeps the precision its config.json records: a
+    # run started elsewhere, or before `auto` was the default, would
+    # otherwise be refused as a different run.
+    requested = flags.precision
+    if requested == "auto":
+        requested = _recorded_precision(flags.model_dir) or requested
     resolved = resolve_precision(
-        flags.precision,
+        requested,
         flags.jit,
         hardware,
         jit_when_float32=resolve_jit_compile("auto", strategy),
         width=width,
     )
-    log_resolved(resolved, flags.precision, flags.jit, hardware)
+    log_resolved(resolved, requested, flags.jit, hardware)
     configs = resolve_configs(
         dataclasses.replace(flags, precision=resolved.precision),
         jit_compile=resolved.jit_compile,
@@ -505,6 +511,20 @@ def _train_and_export(
     elif tf.io.gfile.exists(temp_dir):
         tf.io.gfile.rmtree(temp_dir)
     return results
+
+
+def _recorded_precision(model_dir: str) -> str | None:
+    """The precision of the run in `model_dir` (its `config.json`), None
+    for a new run (a `config.json` that is not JSON is left to
+    `_check_resume`, which names it)."""
+    path = os.path.join(model_dir, "config.json")
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        try:
+            return json.load(f).get("training", {}).get("precision")
+        except json.JSONDecodeError:
+            return None
 
 
 def _check_resume(model_dir: str, latest: str | None, settings: dict) -> list:

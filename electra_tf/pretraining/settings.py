@@ -55,7 +55,9 @@ class PretrainingFlags:
     learning_rate: float | None = None
     max_seq_length: int | None = None
     checkpoint_every: int | None = None
-    precision: str = TrainingConfig.precision
+    # Resolved per machine and width (`electra_tf.precision`); parity measured
+    # in BENCHMARKS.md section 24.
+    precision: str = "auto"
     strategy: str = TrainingConfig.strategy
     devices: str | None = None
     tpu: str | None = None
