@@ -22,6 +22,7 @@ from electra_tf.precision import (
     read_cpu_flags,
     resolve_precision,
 )
+from electra_tf.pretraining.settings import PretrainingFlags
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 ZEN4 = Hardware("cpu", frozenset({"avx2", "avx512f", "avx512_bf16"}))
@@ -144,6 +145,24 @@ def test_float16_on_a_cpu_is_one_line_before_pretraining_writes(
     assert not model_dir.exists()  # no data, checkpoint or export written
 
 
+def _pretraining_resolution(flags, monkeypatch):
+    """What `pretrain(flags)` resolves on a Zen 4 CPU (stopped right after
+    the resolution: nothing is built)."""
+
+    class Resolved(Exception):
+        pass
+
+    def stop(resolved, *args):
+        raise Resolved(resolved)
+
+    module = electra_tf.pretraining.run
+    monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
+    monkeypatch.setattr(module, "log_resolved", stop)
+    with pytest.raises(Resolved) as caught:
+        module.pretrain(flags)
+    return caught.value.args[0]
+
+
 @pytest.mark.parametrize(
     "preset, hparams, expected",
     [
@@ -158,44 +177,18 @@ def test_pretraining_auto_weighs_the_models_width(
 ):
     """The default (`auto`) with the width after --hparams reaches the
     resolution (stopped right after it: nothing is built)."""
-    from electra_tf.pretraining.settings import PretrainingFlags
-
-    class Resolved(Exception):
-        pass
-
-    def stop(resolved, *args):
-        raise Resolved(resolved)
-
-    module = electra_tf.pretraining.run
-    monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
-    monkeypatch.setattr(module, "log_resolved", stop)
     flags = PretrainingFlags(preset=preset, hparams=hparams, model_dir=str(tmp_path))
-    with pytest.raises(Resolved) as caught:
-        module.pretrain(flags)
-    assert caught.value.args[0].precision == expected
+    assert _pretraining_resolution(flags, monkeypatch).precision == expected
 
 
 def test_pretraining_auto_keeps_a_resumed_runs_precision(monkeypatch, tmp_path):
     """A `cpu`-preset run recorded in float32 (e.g. before `auto` was the
     default) resumes in float32 on a bfloat16 CPU, not refused as another
     run; given explicitly, a precision is taken as given."""
-    from electra_tf.pretraining.settings import PretrainingFlags
-
-    class Resolved(Exception):
-        pass
-
-    def stop(resolved, *args):
-        raise Resolved(resolved)
-
-    module = electra_tf.pretraining.run
-    monkeypatch.setattr(module, "detect_hardware", lambda strategy: ZEN4)
-    monkeypatch.setattr(module, "log_resolved", stop)
     (tmp_path / "config.json").write_text('{"training": {"precision": "float32"}}')
     for given, expected in (("auto", "float32"), ("mixed_bfloat16", "mixed_bfloat16")):
         flags = PretrainingFlags(preset="cpu", model_dir=str(tmp_path), precision=given)
-        with pytest.raises(Resolved) as caught:
-            module.pretrain(flags)
-        assert caught.value.args[0].precision == expected
+        assert _pretraining_resolution(flags, monkeypatch).precision == expected
 
 
 def test_float16_on_a_cpu_is_one_line_before_finetuning_writes(
