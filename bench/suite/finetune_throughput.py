@@ -50,10 +50,13 @@ over rounds; writes `--output` (JSON with the command, date and machine).
 from __future__ import annotations
 
 import argparse
+import collections
 import functools
 import json
 import os
 import pathlib
+import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -136,6 +139,12 @@ def parse_args(argv=None):
         "process may use; -1: no pinning).",
     )
     parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="After the rounds, trace --steps more steps of each of ours "
+        "(tf.profiler) and record each op group's share of the op time.",
+    )
+    parser.add_argument(
         "--output", default="bench/results/finetune_throughput_vs_peer.json"
     )
     # Internal: the worker of one implementation and task.
@@ -203,8 +212,7 @@ def _index_batches(args, lengths, count: int, total: int) -> list[list[int]]:
 
 
 def _batches_needed(args, count: int) -> int:
-    """The timed run's steps, or one epoch if longer (its positions are
-    counted)."""
+    """The run's steps, or one epoch if longer (its positions are counted)."""
     steps = args.warmup_steps + args.rounds * args.steps
     return max(steps, -(-count // args.batch_size))
 
@@ -337,6 +345,7 @@ class OurTrainer:
         from electra_tf.finetuning.trainer import make_optimizer
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
+        self.steps["profile"] = args.steps
         model, config, elements, _ = _our_task(task, args)
         count = int(tf.shape(tf.nest.flatten(elements)[0])[0])
         if task == "qa":
@@ -392,6 +401,7 @@ class OurTrainer:
 
     def serve(self, commands, reply) -> None:
         import keras
+        import tensorflow as tf
 
         commands = iter(commands)
         steps = self.steps
@@ -403,6 +413,9 @@ class OurTrainer:
                 if command is None:
                     self.model.stop_training = True
                     return False
+                self.trace = tempfile.mkdtemp() if command == "profile" else None
+                if self.trace:
+                    tf.profiler.experimental.start(self.trace)
                 self.taken, self.start = steps[command], _clock()
                 self.left = self.taken
                 return True
@@ -411,6 +424,10 @@ class OurTrainer:
                 self.left -= 1
                 if self.left == 0:
                     timing = _since(self.start)
+                    if self.trace:
+                        tf.profiler.experimental.stop()
+                        timing["op_time"] = op_time_shares(self.trace, self.taken)
+                        shutil.rmtree(self.trace)
                     taken = [next(counts) for _ in range(self.taken)]
                     reply({**timing, **position_sums(taken)})
                     self.next_turn()
@@ -424,6 +441,46 @@ class OurTrainer:
                 callbacks=[turns],
                 verbose=0,
             )
+
+
+# A profile's op groups: the first whose pattern is in an op's "name:type".
+OP_GROUPS = {
+    "matmul": "matmul",
+    "optimizer": "adam|optimizer|clip",
+    "dropout": "dropout",
+    "layer norm": "layer_?norm",
+    "softmax": "softmax",
+    "feed-forward activation": "gelu|erf|intermediate",
+    "loss and metrics": "loss|crossentropy|metric|accuracy",
+}
+# Host events that wrap ops rather than being one.
+WRAPPER = r"^[^:]*$|^(ExecutorState|KernelAndDevice)|:(StatefulPartitionedCall|Run)$"
+
+
+def op_time_shares(trace_dir: str, steps: int) -> dict:
+    """Per op group (`OP_GROUPS`, else "other"): its share of the traced
+    steps' op time, ms and ops a step. Ops of the train function only (the
+    executor's threads): the input pipeline's run on tf.data's threads."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    trace = sorted(pathlib.Path(trace_dir).rglob("*.xplane.pb"))[-1]
+    space.ParseFromString(trace.read_bytes())
+    time, ops = collections.Counter(), collections.Counter()
+    for plane in (p for p in space.planes if p.name == "/host:CPU"):
+        lines = (x for x in plane.lines if x.name.startswith("tf_Compute"))
+        for event in (e for line in lines for e in line.events):
+            name = plane.event_metadata[event.metadata_id].name
+            if not re.search(WRAPPER, name):
+                matches = (g for g, p in OP_GROUPS.items() if re.search(p, name, re.I))
+                group = next(matches, "other")
+                time[group] += event.duration_ps / 1e9
+                ops[group] += 1
+    total = sum(time.values())
+    return {
+        g: {"share": ms / total, "ms_per_step": ms / steps, "ops": ops[g] / steps}
+        for g, ms in time.most_common()
+    }
 
 
 def bert_tokenizer(lowercase: bool = True):
@@ -774,10 +831,15 @@ def _measure(task: str, workers: dict, args) -> dict:
                 + ", ".join(f"{n} {timings[n]['wall'][-1]:.2f}" for n in names),
                 flush=True,
             )
+        ours = [name for name in names if split_name(name, args.precision)[0] != PEER]
+        profiles = {
+            n: workers[n].ask("profile")["op_time"] for n in ours if args.profile
+        }
     finally:
         for worker in workers.values():
             worker.stop()
     return {
+        "profiles": profiles,
         "timings": timings,
         "precisions": {name: worker.precision for name, worker in workers.items()},
         "peaks": peaks,
@@ -901,6 +963,7 @@ def main(argv=None) -> int:
         report["tasks"][task] = {
             "matmul_peak_per_round": measured["peaks"],
             "results": rows,
+            "op_time": measured["profiles"],
         }
     report["load_average_1min"]["after"] = os.getloadavg()[0]
 

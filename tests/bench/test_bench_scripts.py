@@ -334,6 +334,20 @@ def test_finetune_throughput_ours_takes_a_step():
     _serve_one_step("ours_graph", "classification")
 
 
+def test_finetune_throughput_profiles_our_step():
+    # A traced turn replies with its timing and each op group's share of the
+    # op time: matmuls and the optimizer among them, the shares adding to 1.
+    from bench.suite import finetune_throughput as bench
+
+    replies = []
+    trainer = bench.make_trainer("ours_graph", "classification", _finetune_args())
+    trainer.serve(["warmup", "profile"], replies.append)
+    groups = replies[1]["op_time"]
+    assert {"matmul", "optimizer", "dropout", "layer norm"} <= set(groups)
+    assert sum(g["share"] for g in groups.values()) == pytest.approx(1.0)
+    assert all(g["ms_per_step"] > 0 and g["ops"] >= 1 for g in groups.values())
+
+
 def test_finetune_throughput_steps_in_bfloat16_on_both_sides():
     pytest.importorskip("transformers")
     import keras
