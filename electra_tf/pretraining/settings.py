@@ -122,7 +122,9 @@ def resolve_configs(flags: PretrainingFlags, *, jit_compile: bool) -> RunConfigs
     """The run's configs: the preset, then the flags, then `--hparams`, in one pass.
 
     `jit_compile` is `--jit` resolved for the strategy
-    (`electra_tf.distribution.resolve_jit_compile`). The model's
+    (`electra_tf.distribution.resolve_jit_compile`), and `flags.precision`
+    a resolved one (`auto` is `electra_tf.precision.resolve_precision`'s
+    to decide, as `pretrain` does). The model's
     `vocabulary_size` is the preset's until `RunConfigs.for_data` sets the
     vocabulary's; `--hparams` cannot set it (give `--vocab` instead).
 

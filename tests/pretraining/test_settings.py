@@ -7,8 +7,14 @@ from electra_tf.presets import get_preset
 from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
 
 
+def _flags(**values):
+    """Flags with their precision resolved, as `pretrain` gives them
+    (`auto` is resolved per machine before the configs)."""
+    return PretrainingFlags(**{"precision": "float32", **values})
+
+
 def test_the_demo_is_tiny_with_a_narrow_generator_for_its_steps():
-    configs = resolve_configs(PretrainingFlags(), jit_compile=True)
+    configs = resolve_configs(_flags(), jit_compile=True)
     tiny = get_preset("tiny")
     assert configs.model == tiny.model.override(
         generator_hidden_size=0.0625, initializer_range=0.1, dropout=0.0
@@ -23,7 +29,7 @@ def test_the_demo_is_tiny_with_a_narrow_generator_for_its_steps():
 
 
 def test_flags_override_the_preset_and_hparams_override_the_flags():
-    flags = PretrainingFlags(
+    flags = _flags(
         preset="small",
         steps=60,
         batch_size=8,
@@ -52,16 +58,16 @@ def test_flags_override_the_preset_and_hparams_override_the_flags():
 
 
 def test_a_run_shorter_than_the_checkpoint_interval_checkpoints_at_its_end():
-    short = resolve_configs(PretrainingFlags(steps=30), jit_compile=False).training
+    short = resolve_configs(_flags(steps=30), jit_compile=False).training
     assert (short.train_steps, short.checkpoint_every) == (30, 30)
-    given = PretrainingFlags(steps=30, checkpoint_every=10)
+    given = _flags(steps=30, checkpoint_every=10)
     assert resolve_configs(given, jit_compile=False).training.checkpoint_every == 10
     # The rule is the config's own, so it holds wherever a run is configured.
     assert TrainingConfig(train_steps=7).checkpoint_every == 7
 
 
 def test_the_data_add_the_vocabulary_size_and_the_patterns():
-    configs = resolve_configs(PretrainingFlags(steps=10), jit_compile=False)
+    configs = resolve_configs(_flags(steps=10), jit_compile=False)
     ready = configs.for_data(4785, "d/train-*", "d/eval-*")
     assert ready.model.vocabulary_size == 4785
     assert (ready.training.train_data, ready.training.eval_data) == (
@@ -74,16 +80,16 @@ def test_the_data_add_the_vocabulary_size_and_the_patterns():
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (PretrainingFlags(preset="huge"), "Unknown preset 'huge'"),
-        (PretrainingFlags(hparams="{not json"), "--hparams is not valid JSON"),
-        (PretrainingFlags(hparams="[1]"), "--hparams must be a JSON object"),
-        (PretrainingFlags(hparams='{"mask_probability": 1}'), "'mask_probability'"),
+        (_flags(preset="huge"), "Unknown preset 'huge'"),
+        (_flags(hparams="{not json"), "--hparams is not valid JSON"),
+        (_flags(hparams="[1]"), "--hparams must be a JSON object"),
+        (_flags(hparams='{"mask_probability": 1}'), "'mask_probability'"),
         (
-            PretrainingFlags(hparams='{"vocabulary_size": 10}'),
+            _flags(hparams='{"vocabulary_size": 10}'),
             "vocabulary_size is the vocabulary's",
         ),
         (
-            PretrainingFlags(hparams='{"train_steps": 133}'),
+            _flags(hparams='{"train_steps": 133}'),
             "must be a multiple of checkpoint_every",
         ),
     ],
