@@ -217,20 +217,22 @@ def _batches_needed(args, count: int) -> int:
     return max(steps, -(-count // args.batch_size))
 
 
-def shared_batches(task: str, args) -> list[list[int]]:
+def shared_batches(task: str, args, lengths=None) -> list[list[int]]:
     """The index batches both sides train for `task` (classification or
-    tagging), grouped by the lengths our preprocessor packs."""
-    _, _, elements, lengths = _our_task(task, args)
+    tagging), grouped by the lengths our preprocessor packs (`lengths`, else
+    a model is built to learn them)."""
+    if lengths is None:
+        lengths = _our_task(task, args)[3]
     count = len(lengths)
     return _index_batches(args, lengths, count, _batches_needed(args, count))
 
 
-def _batches_for(task: str, args) -> list[list[int]]:
+def _batches_for(task: str, args, lengths=None) -> list[list[int]]:
     """`--batches-file`'s batches (the parent's `shared_batches`), else drawn
     here (a trainer made outside a benchmark run)."""
     if args.batches_file:
         return json.loads(pathlib.Path(args.batches_file).read_text())
-    return shared_batches(task, args)
+    return shared_batches(task, args, lengths)
 
 
 def _our_task(task: str, args):
@@ -346,14 +348,14 @@ class OurTrainer:
 
         self.steps = {"warmup": args.warmup_steps, "steps": args.steps}
         self.steps["profile"] = args.steps
-        model, config, elements, _ = _our_task(task, args)
+        model, config, elements, lengths = _our_task(task, args)
         count = int(tf.shape(tf.nest.flatten(elements)[0])[0])
         if task == "qa":
             index_batches = _index_batches(
                 args, None, count, _batches_needed(args, count)
             )
         else:
-            index_batches = _batches_for(task, args)
+            index_batches = _batches_for(task, args, lengths)
         if args.padding == "max_length" and task != "qa":
             # keras-hub's own: the preprocessor's packed length, untrimmed.
             model.preprocess_samples = functools.partial(
