@@ -12,8 +12,9 @@ whole budget there (this project's 2,000-step demo did). No peer reports it.
 what it sees, each finding with its likely cause and remedy:
 
 * `base_rate_plateau`: held-out `rtd_loss` within `plateau_margin` of the
-  base-rate entropy and AUC under `plateau_auc` (under `plateau_auc +
-  auc_tolerance` once a plateau has begun) for `plateau_evaluations`
+  base-rate entropy, AUC under `plateau_auc` (under `plateau_auc +
+  auc_tolerance` once a plateau has begun) and balanced accuracy (where
+  logged) within `balanced_margin` of 0.5 for `plateau_evaluations`
   evaluations in a row, while the generator's MLM accuracy rises;
 * `left_plateau`: the discriminator rose above the base rate after a plateau;
 * `generator_too_strong`: the generator's samples are so often the original
@@ -48,6 +49,12 @@ import keras
 import tensorflow as tf
 
 logger = logging.getLogger(__name__)
+
+
+def balanced_accuracy(metrics: dict[str, float]) -> str:
+    """ ", balanced accuracy 0.500" for a finding's text, "" when not logged."""
+    value = metrics.get("rtd_balanced_accuracy")
+    return "" if value is None else f", balanced accuracy {value:.3f}"
 
 
 def base_rate_loss(replaced_fraction: float) -> float:
@@ -95,6 +102,7 @@ class TrainingHealth:
         plateau_auc: float = 0.56,
         plateau_evaluations: int = 3,
         auc_tolerance: float = 0.02,
+        balanced_margin: float = 0.05,
         strong_generator_accuracy: float = 0.75,
         divergence_factor: float = 1.5,
     ):
@@ -121,6 +129,14 @@ class TrainingHealth:
         # 0.564, section 13's warm-up-1,500 run's 0.572). Leaving needs 0.58,
         # under the lowest recorded departure (0.582).
         self.auc_tolerance = auc_tolerance
+        # Balanced accuracy (`rtd_balanced_accuracy`, the mean of the accuracy
+        # on replaced and on original tokens) of a discriminator that calls
+        # every token original is exactly 0.5, whatever the replaced fraction
+        # (plain accuracy then reads 1 - that fraction). An evaluation above
+        # 0.5 + `balanced_margin` calls replaced tokens replaced: not a plateau.
+        # Evaluations that lack it (runs from before it was logged) are read
+        # by the loss and AUC alone.
+        self.balanced_margin = balanced_margin
         # With 3/4 of the samples equal to the original, under 4% of the
         # tokens are replaced at mask_prob 0.15: little signal per example.
         # Released models end at 0.35-0.67.
@@ -145,7 +161,11 @@ class TrainingHealth:
         floor = base_rate_loss(metrics["replaced_fraction"])
         near_floor = metrics["rtd_loss"] >= (1.0 - self.plateau_margin) * floor
         auc_limit = self.plateau_auc + (self.auc_tolerance if continuing else 0.0)
-        return near_floor and metrics.get("rtd_auc", 0.5) < auc_limit
+        # At the base rate every probability is near the replaced fraction,
+        # below 0.5: every token is called original, balanced accuracy 0.5.
+        balanced = metrics.get("rtd_balanced_accuracy", 0.5)
+        calls_none = balanced < 0.5 + self.balanced_margin
+        return near_floor and metrics.get("rtd_auc", 0.5) < auc_limit and calls_none
 
     def update(self, step: int, metrics: dict[str, float]) -> list[HealthFinding]:
         metrics = {k: float(v) for k, v in metrics.items()}
@@ -165,7 +185,8 @@ class TrainingHealth:
                         "left_plateau",
                         step,
                         f"the discriminator left the base rate at step {step} "
-                        f"(held-out AUC {metrics['rtd_auc']:.3f}, rtd_loss "
+                        f"(held-out AUC {metrics['rtd_auc']:.3f}"
+                        f"{balanced_accuracy(metrics)}, rtd_loss "
                         f"{metrics['rtd_loss']:.4f} against the base rate's "
                         f"{base_rate_loss(metrics['replaced_fraction']):.4f}): it "
                         "now uses context.",
@@ -229,7 +250,7 @@ class TrainingHealth:
                 f"{metrics['rtd_loss']:.4f} against {floor:.4f} for predicting "
                 f"the {fraction} {metrics['replaced_fraction']:.3f} "
                 f"everywhere, AUC {metrics.get('rtd_auc', float('nan')):.3f}"
-                f"{learning}. {cause}",
+                f"{balanced_accuracy(metrics)}{learning}. {cause}",
             )
         ]
 

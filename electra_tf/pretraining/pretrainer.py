@@ -24,6 +24,7 @@ from electra_tf.models.cloze_generator import (
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
+from electra_tf.pretraining.balanced_accuracy import BalancedAccuracy
 from electra_tf.pretraining.masking import candidate_mask, mask_tokens
 from electra_tf.pretraining.sampling import replace_tokens, sample
 
@@ -34,7 +35,14 @@ _EVAL_STEP = -1
 # Metrics, by what produces them. The generator's MLM (for "mlm", the model
 # itself) is always there; the rest depend on the objective.
 MLM_METRICS = ("loss", "mlm_loss", "mlm_accuracy")
-RTD_METRICS = ("rtd_loss", "rtd_accuracy", "rtd_precision", "rtd_recall", "rtd_auc")
+RTD_METRICS = (
+    "rtd_loss",
+    "rtd_accuracy",
+    "rtd_balanced_accuracy",
+    "rtd_precision",
+    "rtd_recall",
+    "rtd_auc",
+)
 REPLACE_MLM_METRICS = ("replace_mlm_loss", "replace_mlm_accuracy")
 ALL_TOKENS_MLM_METRICS = (
     "all_tokens_mlm_loss",
@@ -284,6 +292,8 @@ class ElectraPretrainer(keras.Model):
                 tracker = keras.metrics.BinaryAccuracy(name=name)
             elif name == "rtd_precision":
                 tracker = keras.metrics.Precision(name=name)
+            elif name == "rtd_balanced_accuracy":
+                tracker = BalancedAccuracy(name=name)
             elif name == "rtd_recall":
                 tracker = keras.metrics.Recall(name=name)
             elif name == "rtd_auc":
@@ -508,7 +518,7 @@ class ElectraPretrainer(keras.Model):
         if objective in RTD_OBJECTIVES:
             # Over the tokens the RTD loss covers (electra_15: masked only).
             probabilities = tf.sigmoid(outputs["rtd_logits"])
-            for name in ("rtd_accuracy", "rtd_precision", "rtd_recall", "rtd_auc"):
+            for name in RTD_METRICS[1:]:
                 trackers[name].update_state(
                     labels, probabilities, sample_weight=outputs["rtd_weights"]
                 )
