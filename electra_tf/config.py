@@ -272,6 +272,17 @@ class PretrainingConfig(Config):
     # samples (the paper's uniform-generator ablation): the generator is then
     # neither run nor trained, and costs no FLOPs.
     uniform_generator: bool = False
+    # A curriculum of replacements: for the first `uniform_share_steps` steps
+    # each masked position draws from `s * uniform + (1 - s) * generator`, the
+    # uniform share `s` falling linearly from 1 to 0; 0 (the paper's): the
+    # generator's samples from the first step. An untrained generator's
+    # samples are near-uniform anyway; this keeps the discriminator's task
+    # learnable while the generator is poor and then hands it over.
+    uniform_share_steps: int = 0
+    # The discriminator-sized model's loss weight rises linearly from 0 to
+    # `disc_weight` over these steps; 0 (the paper's): full weight from the
+    # first step. It holds the discriminator back while the generator is poor.
+    disc_weight_ramp_steps: int = 0
     # Seed of every random draw in the train step. Draws are keyed by
     # (seed, optimizer step, global example index), so a resumed run and a run
     # on a different number of replicas see the same masks and samples.
@@ -283,6 +294,22 @@ class PretrainingConfig(Config):
             raise ConfigError(
                 f"uniform_generator needs an objective that samples replacements "
                 f"({', '.join(SAMPLING_OBJECTIVES)}), not {self.objective!r}"
+            )
+        for name in ("uniform_share_steps", "disc_weight_ramp_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.uniform_share_steps and (
+            self.objective not in SAMPLING_OBJECTIVES or self.uniform_generator
+        ):
+            raise ConfigError(
+                "uniform_share_steps moves replacements from uniform to the "
+                "generator's samples: it needs an objective that samples them "
+                f"({', '.join(SAMPLING_OBJECTIVES)}) and uniform_generator False"
+            )
+        if self.disc_weight_ramp_steps and self.objective == "mlm":
+            raise ConfigError(
+                "disc_weight_ramp_steps ramps the discriminator's loss, and "
+                "objective 'mlm' has none"
             )
         if self.disc_weight < 0.0:
             raise ConfigError(f"disc_weight must be >= 0, got {self.disc_weight}")

@@ -112,6 +112,13 @@ def _update_accuracy(tracker, logits, target_ids, weights):
     )
 
 
+def _ramp(updates, steps: int):
+    """float32 `min(1, updates / steps)`: 1 when `updates` is None."""
+    if updates is None:
+        return tf.constant(1.0)
+    return tf.minimum(1.0, tf.cast(updates, tf.float32) / float(steps))
+
+
 def _update_and_micro_batch(optimizer):
     """(update, micro-batch within it): the position that keys a step's draws.
 
@@ -178,7 +185,10 @@ class ElectraPretrainer(keras.Model):
     does not reach the discriminator's residual table; "none"). With
     `uniform_generator` the samples are uniform over the vocabulary and the
     generator is neither run nor trained; its MLM metrics are then those of
-    uniform logits, as in the original.
+    uniform logits, as in the original. Two curricula for small budgets, both
+    read from the optimizer's update count: `uniform_share_steps` mixes
+    uniform draws into the samples, their share falling from 1 to 0, and
+    `disc_weight_ramp_steps` raises the disc weight from 0.
 
     Means are over the GLOBAL batch: each replica divides its sum by the
     all-reduced count, so summing gradients over replicas (what the optimizer
@@ -312,6 +322,14 @@ class ElectraPretrainer(keras.Model):
             self.mask_token_id,
         )
 
+    def _updates_done(self):
+        """The optimizer's update count, which the curricula
+        (`uniform_share_steps`, `disc_weight_ramp_steps`) read, in training and
+        in evaluation alike; None without an optimizer (a model only evaluated
+        or exported: the curricula are then at their end)."""
+        optimizer = getattr(self, "optimizer", None)
+        return None if optimizer is None else optimizer.iterations
+
     @property
     def metrics(self):
         return list(self._trackers.values())
@@ -352,6 +370,7 @@ class ElectraPretrainer(keras.Model):
             else:
                 step = _EVAL_STEP
         key = random_streams.step_key(config.seed, step)
+        updates = self._updates_done()
         batch_size = tf.shape(token_ids)[0]
         example_index = random_streams.global_example_index(batch_size, micro_batch)
 
@@ -429,6 +448,11 @@ class ElectraPretrainer(keras.Model):
             example_index=example_index,
             temperature=config.temperature,
             disallowed_ids=masked.target_ids if config.disallow_correct else None,
+            uniform_share=(
+                1.0 - _ramp(updates, config.uniform_share_steps)
+                if config.uniform_share_steps
+                else None
+            ),
         )
         corrupted_ids, is_replaced = replace_tokens(token_ids, masked, sampled_ids)
         if objective == "electric":
@@ -476,6 +500,8 @@ class ElectraPretrainer(keras.Model):
                 copy_logits=predicted["copy_logits"],
             )
         disc_weight = config.resolved_disc_weight
+        if config.disc_weight_ramp_steps:
+            disc_weight *= _ramp(updates, config.disc_weight_ramp_steps)
         loss = config.gen_weight * gen_local + disc_weight * disc_local
         outputs.update(
             {

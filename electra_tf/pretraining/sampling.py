@@ -14,9 +14,21 @@ _DISALLOW_PENALTY = 1000.0
 _BLOCK = 128
 
 
-def _sampling_logits(logits, temperature, disallowed_ids):
-    """float32 logits / temperature, without gradient, disallowed ids pushed down."""
+def _sampling_logits(logits, temperature, disallowed_ids, uniform_share=None):
+    """float32 logits / temperature, without gradient, disallowed ids pushed down.
+
+    With `uniform_share` s (a float32 scalar in [0, 1]) the logits are those of
+    the mixture `s * uniform + (1 - s) * softmax(logits / temperature)`, so
+    either sampler draws a uniform id with probability s and the generator's
+    otherwise, from the one random number it draws anyway.
+    """
     logits = tf.stop_gradient(tf.cast(logits, tf.float32)) / temperature
+    if uniform_share is not None:
+        vocabulary_size = logits.shape[-1]
+        probabilities = tf.nn.softmax(logits)
+        logits = tf.math.log(
+            (1.0 - uniform_share) * probabilities + uniform_share / vocabulary_size
+        )
     if disallowed_ids is not None:
         vocabulary_size = logits.shape[-1]
         logits -= _DISALLOW_PENALTY * tf.one_hot(disallowed_ids, vocabulary_size)
@@ -30,6 +42,7 @@ def gumbel_max_sample(
     example_index,
     temperature: float = 1.0,
     disallowed_ids=None,
+    uniform_share=None,
 ):
     """Draws one id per slot from softmax(logits / temperature).
 
@@ -45,11 +58,13 @@ def gumbel_max_sample(
         temperature: softmax temperature (> 0).
         disallowed_ids: optional int [B, N]; those ids get their logit lowered
             by 1000 so they are (practically) never sampled.
+        uniform_share: optional float32 scalar s: draw from
+            `s * uniform + (1 - s) * softmax(logits / temperature)`.
 
     Returns:
         int32 [B, N] sampled ids, with no gradient path to `logits`.
     """
-    logits = _sampling_logits(logits, temperature, disallowed_ids)
+    logits = _sampling_logits(logits, temperature, disallowed_ids, uniform_share)
     noise = random_streams.gumbel(
         key, example_index, random_streams.STREAM_SAMPLE, tuple(logits.shape[1:])
     )
@@ -63,6 +78,7 @@ def inverse_cdf_sample(
     example_index,
     temperature: float = 1.0,
     disallowed_ids=None,
+    uniform_share=None,
 ):
     """Draws one id per slot from softmax(logits / temperature), by inverse CDF.
 
@@ -84,7 +100,7 @@ def inverse_cdf_sample(
 
     Args and returns: as `gumbel_max_sample`.
     """
-    logits = _sampling_logits(logits, temperature, disallowed_ids)
+    logits = _sampling_logits(logits, temperature, disallowed_ids, uniform_share)
     batch_size, slots, vocabulary_size = logits.shape
     batch_size = tf.shape(logits)[0] if batch_size is None else batch_size
     weights = tf.exp(logits - tf.reduce_max(logits, axis=-1, keepdims=True))
