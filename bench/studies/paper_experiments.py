@@ -29,6 +29,7 @@ import sys
 import time
 import types
 
+from bench.result_file import write_result
 from bench.run_info import commit, machine, run_info
 from bench.studies.paper import design, report
 from bench.studies.paper.design import ASSETS, OBJECTIVES, TASKS
@@ -69,6 +70,12 @@ def parse_args(argv=None):
     add("--generator-sizes", default="", help="Also ELECTRA with these generators.")
     add("--uniform-generator", action="store_true", help="Also a uniform generator.")
     add("--gdes", action="store_true", help="Also ELECTRA with GDES sharing.")
+    add(
+        "--variants",
+        default="",
+        help="Also these recipes, as JSON {name: {config field: value}} (objective "
+        "electra unless given); each gets ELECTRA's FLOPs.",
+    )
     add("--seeds-of", default="", help="Fewer seeds, as 'name:seeds;...'.")
     add = parser.add_argument_group("fine-tuning").add_argument
     add("--tasks", default="pos,sentiment", help=f"From {','.join(TASKS)}.")
@@ -77,6 +84,12 @@ def parse_args(argv=None):
     add("--party-dir", default="", help="bench/tasks/sotu_party.py's (fd09c6a).")
     add("--pos-train-sentences", type=int, default=0, help="A fixed sample; 0: all.")
     add("--finetune-seeds", default="1,2,3")
+    add(
+        "--finetune-learning-rates",
+        default="",
+        help="Fine-tune every encoder at each of these, the rate chosen per "
+        "encoder on dev (default: the recipe's alone).",
+    )
     add("--curve-seeds", type=int, default=1, help="Seeds at earlier encoders.")
     add("--curve-pretraining-seeds", default="", help="Runs keeping it (default all).")
     add(
@@ -237,6 +250,23 @@ def report_from(path: str, output: str) -> None:
     report.write_files(output, earlier["setup"], records, header, *extras)
 
 
+def adopt_report(out_dir: pathlib.Path, store: Store, output: str) -> None:
+    """A study carried on in a new --out-dir (the scratch one was lost between
+    sessions) takes its setup and unit records from its committed report:
+    recorded units are skipped, and the setup check compares with the
+    report's. Pre-training runs whose encoders are gone are rebuilt only
+    where a fine-tuning unit still needs them."""
+    path = pathlib.Path(output).with_suffix(".json")
+    if (out_dir / "setup.json").exists() or not path.exists():
+        return
+    earlier = json.loads(path.read_text())
+    write_result(out_dir / "setup.json", earlier["setup"])
+    for key, record in report.records_from_report(earlier).items():
+        if not store.done(key):
+            store.write(key, record)
+    print(f"carried on from {path}: {len(store.all())} units recorded", flush=True)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -263,6 +293,7 @@ def main(argv=None) -> int:
     if args.unit:
         run_one(args, setup, args.unit, data, store)
         return 0
+    adopt_report(out_dir, store, args.output)
     design.check_setup(out_dir, setup)
     if args.report:
         write_report(args, setup, store)

@@ -393,11 +393,12 @@ def test_store_writes_whole_files_and_reads_them_back(tmp_path):
     assert not list(store.directory.glob("*.tmp"))
 
 
-def _run(encoder, fseed, test, dev=0.5, task="pos"):
+def _run(encoder, fseed, test, dev=0.5, task="pos", rate=1e-3):
     return {
         "task": task,
         "encoder": encoder,
         "finetune_seed": fseed,
+        "config": {"learning_rate": rate},
         "test": {"accuracy": test},
         "dev": {"dev": {"accuracy": dev}},
         "best_epoch": 2,
@@ -451,7 +452,7 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
     assert "| ELECTRA | 100 |" in table and "0.9100, 0.9200" in table
     # Each row names the code its units ran and their machines.
     row = next(line for line in table.splitlines() if line.startswith("| ELECTRA"))
-    assert row.endswith("| commit1 x2, commit2 x2 | not recorded |")
+    assert row.endswith("| 0.001 | commit1 x2, commit2 x2 | not recorded |")
 
 
 def test_late_gain_is_what_the_last_three_epochs_added_to_the_best_dev_score():

@@ -60,8 +60,13 @@ class Variant:
     generator_hidden_size: float | None = None  # a fraction of the discriminator's
     uniform_generator: bool = False
     embedding_sharing: str | None = None
+    # A recipe given by --variants: any config fields (model, pre-training
+    # or optimizer), as (field, value) pairs; it costs ELECTRA's FLOPs.
+    hparams: tuple = ()
 
     def overrides(self) -> dict:
+        if self.hparams:
+            return {"objective": self.objective, **dict(self.hparams)}
         changes = {"objective": self.objective}
         for field in ("embedding_sharing", "generator_hidden_size"):
             if getattr(self, field) is not None:
@@ -124,6 +129,16 @@ def make_variants(args) -> list[Variant]:
         )
     if args.gdes:
         variants.append(Variant("electra_gdes", "electra", embedding_sharing="gdes"))
+    given = as_json(args.variants, "--variants") if args.variants else {}
+    for name, changes in given.items():
+        if name in {v.name for v in variants} or not isinstance(changes, dict):
+            raise SystemExit(
+                f"error: --variants: {name!r} must be a new name with a JSON "
+                "object of config fields"
+            )
+        changes = {"objective": "electra", **changes}
+        hparams = tuple(sorted(changes.items()))
+        variants.append(Variant(name, changes["objective"], hparams=hparams))
     return variants
 
 
@@ -249,6 +264,10 @@ def make_setup(args, data) -> dict:
         "patience": {t: TASKS[t].patience for t in tasks},
         "pretraining_seeds": as_list(args.pretraining_seeds, int),
         "variant_seeds": variant_seeds(args, variants),
+        "variant_overrides": {v.name: v.overrides() for v in variants},
+        "finetune_learning_rates": as_list(
+            args.finetune_learning_rates, float, "--finetune-learning-rates"
+        ),
         "finetune_seeds": as_list(args.finetune_seeds, int, "--finetune-seeds"),
         "curve_seeds": args.curve_seeds,
         "curve_pretraining_seeds": as_list(
@@ -279,6 +298,7 @@ def task_dirs(args, tasks: list[str]) -> dict[str, str]:
 ADDITIVE = {"variant_seeds", "pretraining_seeds", "finetune_seeds", "tasks"}
 ADDITIVE |= {"max_epochs", "patience", "executed_flops_per_sequence"}
 PER_ENTRY = ("total_steps", "kept_steps", "flops_per_sequence", "task_dirs")
+PER_ENTRY += ("variant_overrides",)
 
 
 def check_setup(out_dir: pathlib.Path, setup: dict) -> None:

@@ -10,7 +10,7 @@ import pathlib
 import time
 
 from bench.studies.paper import design
-from bench.studies.paper.units import finetuning_key_parts
+from bench.studies.paper.units import finetuning_key_parts, finetuning_learning_rate
 
 
 def select_on_dev_then_test(train_seed, score_test):
@@ -38,6 +38,9 @@ def finetune_unit(args, setup, key, data) -> dict:
         precision=resolved.precision,
         jit_compile=resolved.jit_compile,
     ).override(**design.as_json(args.finetune_hparams, "--finetune-hparams"))
+    rate = finetuning_learning_rate(key)
+    if rate is not None:
+        config = config.override(learning_rate=rate)
     pretrained = None
     if not encoder.startswith("none-"):
         pretrained = str(pathlib.Path(args.out_dir) / "encoders" / encoder)

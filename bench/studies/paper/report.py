@@ -54,6 +54,7 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
                 {
                     "pretraining_seed": pseed,
                     "finetune_seed": run["finetune_seed"],
+                    "learning_rate": run["config"]["learning_rate"],
                     "test": run["test"][metric],
                     "dev": run["dev"]["dev"][metric],
                     "best_epoch": run["best_epoch"],
@@ -77,7 +78,26 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
     return summary
 
 
+def chosen_learning_rate(points: list[dict]) -> tuple[list[dict], dict]:
+    """The runs at the learning rate whose runs' mean dev score is best, and
+    every rate's dev mean and run count: a study that fine-tunes at several
+    rates chooses on dev, and reports test at the chosen rate only."""
+    by_rate = collections.defaultdict(list)
+    for point in points:
+        by_rate[point["learning_rate"]].append(point)
+    dev = {
+        rate: statistics.fmean(p["dev"] for p in runs) for rate, runs in by_rate.items()
+    }
+    chosen = max(dev, key=dev.get)
+    rates = {
+        f"{rate:g}": {"dev_mean": dev[rate], "runs": len(by_rate[rate])}
+        for rate in sorted(dev)
+    }
+    return by_rate[chosen], rates
+
+
 def _describe(variant, step, points) -> dict:
+    points, rates = chosen_learning_rate(points)
     tests = [p["test"] for p in points]
     by_run = collections.defaultdict(list)
     for p in points:
@@ -110,6 +130,8 @@ def _describe(variant, step, points) -> dict:
             for p in points
         ),
         "late_dev_gain_mean": statistics.fmean(p["late_dev_gain"] for p in points),
+        "learning_rate": points[0]["learning_rate"],
+        "learning_rates": rates,
     }
 
 
@@ -299,8 +321,8 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             "| encoder | step | FLOPs (paper) | FLOPs (executed) | runs | test | "
             f"per pre-training run | held-out pre-training score per run | dev | "
             f"train | best epoch last | last {LATE_EPOCHS} epochs' dev gain | "
-            "code | machine |",
-            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---|---|",
+            "fine-tuning rate (dev mean at each) | code | machine |",
+            "|---|---:|---:|---:|---:|---|---|---|---:|---:|---:|---:|---|---|---|",
         ]
         for p in points.values():
             per_run = _values(p["test_mean_per_pretraining_run"].values())
@@ -311,7 +333,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
                 f"{held_out_score(p)} | {p['dev_mean']:.4f} | "
                 f"{_score(p.get('train_mean'))} | {p['best_epoch_is_last']} of "
                 f"{p['finetuning_runs']} | {p['late_dev_gain_mean']:+.4f} | "
-                f"{_counted(p['runs'], 'commit')} | "
+                f"{_rates(p)} | {_counted(p['runs'], 'commit')} | "
                 f"{_counted(p['runs'], 'machine')} |"
             )
         for name, interval in compared.get(task, {}).items():
@@ -369,6 +391,16 @@ def _counted(runs, field: str) -> str:
     if len(counts) == 1:
         return next(iter(counts))
     return ", ".join(f"{value} x{count}" for value, count in counts.items())
+
+
+def _rates(point: dict) -> str:
+    """ "1e-03 (3e-04: 0.9012, 1e-03: 0.9120)": the chosen rate, and each
+    rate's dev mean when there were several."""
+    rate, rates = point["learning_rate"], point.get("learning_rates", {})
+    if len(rates) < 2:
+        return f"{rate:g}"
+    each = ", ".join(f"{r}: {v['dev_mean']:.4f}" for r, v in rates.items())
+    return f"{rate:g} ({each})"
 
 
 def _score(value) -> str:

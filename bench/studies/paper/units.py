@@ -64,11 +64,24 @@ def pretraining_key_parts(key: str) -> tuple[str, int]:
     return name, int(pseed)
 
 
+def finetuning_key(task: str, encoder: str, fseed: int, rate=None) -> str:
+    """`finetune.<task>.<encoder>.f<seed>`, with `.lr<rate>` before the seed
+    in a study that chooses the fine-tuning learning rate."""
+    return f"finetune.{task}.{encoder}{'' if rate is None else f'.lr{rate:g}'}.f{fseed}"
+
+
 def finetuning_key_parts(key: str) -> tuple[str, str, int]:
     """The task, encoder and fine-tuning seed of `finetune.<task>.<encoder>.f<seed>`."""
     task, rest = key.removeprefix("finetune.").split(".", 1)
     encoder, fseed = rest.rsplit(".f", 1)
-    return task, encoder, int(fseed)
+    return task, encoder.split(".lr", 1)[0], int(fseed)
+
+
+def finetuning_learning_rate(key: str) -> float | None:
+    """The learning rate a key names (`.lr<rate>`), else None."""
+    _, rest = key.removeprefix("finetune.").split(".", 1)
+    rate = rest.rsplit(".f", 1)[0].partition(".lr")[2]
+    return float(rate) if rate else None
 
 
 def encoder_parts(encoder: str) -> tuple[str, int, int]:
@@ -96,6 +109,7 @@ def plan_units(setup: dict) -> list[Unit]:
     ablation row) runs its seeds with the last of the others', after them."""
     units = []
     fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
+    rates = setup.get("finetune_learning_rates") or [None]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
@@ -106,16 +120,20 @@ def plan_units(setup: dict) -> list[Unit]:
                 final = step == setup["kept_steps"][name][-1]
                 for t, task in enumerate(tasks):
                     for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
-                        key = f"finetune.{task}.{name}-p{pseed}-s{step}.f{fseed}"
-                        order = (t, rank, 1 if final else 2, ablation, given, key)
-                        units.append(Unit(key, run, order))
+                        for rate in rates:
+                            encoder = f"{name}-p{pseed}-s{step}"
+                            key = finetuning_key(task, encoder, fseed, rate)
+                            order = (t, rank, 1 if final else 2, ablation, given, key)
+                            units.append(Unit(key, run, order))
     # No pre-training sorts after every variant's final encoders of its rank.
     after_variants = len(setup["variant_seeds"])
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                key = f"finetune.{task}.none-p{pseed}.f{fseed}"
-                units.append(Unit(key, None, (t, rank, 1, False, after_variants, key)))
+                for rate in rates:
+                    key = finetuning_key(task, f"none-p{pseed}", fseed, rate)
+                    order = (t, rank, 1, False, after_variants, key)
+                    units.append(Unit(key, None, order))
     return units
 
 
