@@ -150,6 +150,21 @@ def test_health_reports_a_plateau_once_and_its_end():
     assert not health.findings[-1].is_problem
 
 
+def test_health_reads_balanced_accuracy_beside_loss_and_auc():
+    stuck = {"rtd_loss": 0.40, "rtd_auc": 0.52, "replaced_fraction": 0.14}
+    health = TrainingHealth(plateau_evaluations=2)
+    for step in (100, 200, 300):
+        health.update(step, {**stuck, "rtd_balanced_accuracy": 0.5})
+    assert [f.check for f in health.findings] == ["base_rate_plateau"]
+    assert "balanced accuracy 0.500" in health.findings[0].message
+    # The same loss and AUC, but replaced tokens are called replaced: the
+    # discriminator uses something a constant cannot, so no plateau.
+    health = TrainingHealth(plateau_evaluations=2)
+    for step in (100, 200, 300):
+        health.update(step, {**stuck, "rtd_balanced_accuracy": 0.58})
+    assert health.findings == []
+
+
 def test_health_is_silent_while_the_discriminator_learns():
     health = TrainingHealth()
     for i, step in enumerate(range(250, 3001, 250)):

@@ -156,6 +156,7 @@ def test_fit_with_xla_lowers_the_loss_on_real_text(tiny_configs):
         "mlm_accuracy",
         "sampled_accuracy",
         "rtd_accuracy",
+        "rtd_balanced_accuracy",
         "rtd_precision",
         "rtd_recall",
         "rtd_auc",
