@@ -139,6 +139,88 @@ def test_electric_and_gdes_are_variants_with_their_overrides():
     }
 
 
+def test_named_recipes_are_variants_with_any_config_fields_and_electras_flops():
+    recipes = '{"ramp": {"disc_weight_ramp_steps": 50, "weight_decay": 0.01}, '
+    recipes += '"wide": {"generator_hidden_size": 1.0}}'
+    args = study.parse_args(
+        ["--objectives", "electra", "--variants", recipes, "--electra-steps", "1000"]
+        + ["--checkpoint-every", "100", "--fractions", "1"]
+    )
+    variants = {v.name: v.overrides() for v in design.make_variants(args)}
+    assert variants["ramp"] == {
+        "objective": "electra",
+        "disc_weight_ramp_steps": 50,
+        "weight_decay": 0.01,
+    }
+    vocabulary = types.SimpleNamespace(size=1000, md5=lambda: "md5")
+    data = {"vocabulary": vocabulary, "max_seq_length": 128, "train": "train-*"}
+    setup = design.make_setup(args, data)
+    # Each recipe reaches the configs it names ...
+    base = design.setup_configs(args, data)
+    ramp = design.variant_configs(base, design.make_variants(args)[1], 3)
+    assert ramp["pretraining"].disc_weight_ramp_steps == 50
+    assert ramp["optimizer"].weight_decay == 0.01 and ramp["pretraining"].seed == 3
+    # ... and costs ELECTRA's FLOPs: a wider generator gets fewer steps.
+    assert setup["total_steps"]["ramp"] == setup["total_steps"]["electra"] == 1000
+    assert setup["total_steps"]["wide"] < 1000
+    assert setup["variant_overrides"]["wide"]["generator_hidden_size"] == 1.0
+    for bad in ('{"electra": {}}', '{"x": 1}'):
+        with pytest.raises(SystemExit, match="--variants"):
+            design.make_variants(study.parse_args(["--variants", bad]))
+
+
+def test_several_learning_rates_make_units_and_the_report_chooses_on_dev():
+    setup = _setup(finetune_learning_rates=[3e-4, 1e-3])
+    keys = {u.key for u in planning.plan_units(setup)}
+    assert "finetune.pos.electra-p1-s100.lr0.0003.f2" in keys
+    assert "finetune.pos.none-p2.lr0.001.f1" in keys
+    key = "finetune.pos.electra_generator_0.5-p1-s100.lr0.0003.f2"
+    assert planning.finetuning_key_parts(key) == (
+        "pos",
+        "electra_generator_0.5-p1-s100",
+        2,
+    )
+    assert planning.finetuning_learning_rate(key) == 3e-4
+    assert planning.finetuning_learning_rate("finetune.pos.none-p1.f1") is None
+    # The rate with the better mean dev score is chosen; test is reported at
+    # it even where another rate tests better.
+    records = {}
+    for rate, dev, test in ((3e-4, 0.80, 0.95), (1e-3, 0.85, 0.90)):
+        for fseed in (1, 2):
+            key = planning.finetuning_key("pos", "none-p1", fseed, rate)
+            records[key] = _run("none-p1", fseed, test, dev=dev, rate=rate)
+    row = reporting.summarise(setup, records)["pos"]["none@0"]
+    assert row["learning_rate"] == 1e-3 and row["finetuning_runs"] == 2
+    assert row["test_mean"] == pytest.approx(0.90)
+    assert row["learning_rates"]["0.0003"] == {"dev_mean": 0.80, "runs": 2}
+    table = reporting.markdown(setup, {"pos": {"none@0": row}}, {})
+    assert "| 0.001 (0.0003: 0.8000, 0.001: 0.8500) |" in table
+
+
+def test_a_study_in_a_new_directory_carries_on_from_its_report(tmp_path):
+    setup = _setup()
+    records = {
+        "pretrain.electra.p1": {
+            "variant": "electra",
+            "kept": {},
+            "held_out_history": [{"step": 100, "rtd_auc": 0.6}],
+        },
+        "finetune.pos.none-p1.f1": _run("none-p1", 1, 0.8),
+    }
+    header = {"command": "x"}
+    reporting.write_files(tmp_path / "report", setup, records, header, {}, {})
+    out_dir = tmp_path / "new"
+    store = planning.Store(out_dir)
+    study.adopt_report(out_dir, store, str(tmp_path / "report"))
+    assert store.all() == records
+    assert json.loads((out_dir / "setup.json").read_text()) == setup
+    # A directory with a study of its own keeps it.
+    store.write("finetune.pos.none-p1.f2", {"x": 1})
+    (out_dir / "units" / "finetune.pos.none-p1.f1.json").unlink()
+    study.adopt_report(out_dir, store, str(tmp_path / "report"))
+    assert not store.done("finetune.pos.none-p1.f1")
+
+
 def test_generators_get_electras_steps_and_objectives_its_flops():
     # Figure 3 compares generators at equal discriminator steps, Table 5
     # objectives at equal pre-training FLOPs.
