@@ -90,6 +90,13 @@ def parse_args(argv=None):
         help="Fine-tune every encoder at each of these, the rate chosen per "
         "encoder on dev (default: the recipe's alone).",
     )
+    add(
+        "--learning-rate-seeds",
+        default="",
+        help="With --finetune-learning-rates: the fine-tuning seeds run at every "
+        "rate, which choose it; the other seeds run at the chosen rate only "
+        "(default: every seed at every rate).",
+    )
     add("--curve-seeds", type=int, default=1, help="Seeds at earlier encoders.")
     add("--curve-pretraining-seeds", default="", help="Runs keeping it (default all).")
     add(
@@ -117,7 +124,7 @@ def run_one(args, setup, key, data, store) -> None:
             recorded = store.read(key) if store.done(key) else None
             record = pretrain_unit(args, setup, key, data, store, recorded)
         else:
-            record = finetune_unit(args, setup, key, data)
+            record = finetune_unit(args, setup, key, data, store)
         # Kernels round differently from one CPU to another, so each unit names its own.
         ran = {"unit": key, "commit": started_at, "machine": machine()}
         store.write(key, {**ran, **record})

@@ -197,6 +197,41 @@ def test_several_learning_rates_make_units_and_the_report_chooses_on_dev():
     assert "| 0.001 (0.0003: 0.8000, 0.001: 0.8500) |" in table
 
 
+def test_other_seeds_run_at_the_rate_their_swept_seeds_chose(tmp_path, monkeypatch):
+    setup = _setup(
+        finetune_learning_rates=[3e-4, 1e-3], learning_rate_seeds=[1], tasks=["pos"]
+    )
+    units = {u.key: u for u in planning.plan_units(setup)}
+    chosen = units["finetune.pos.none-p1.lrchosen.f2"]
+    assert "finetune.pos.none-p1.lr0.0003.f2" not in units
+    assert chosen.after == (
+        "finetune.pos.none-p1.lr0.0003.f1",
+        "finetune.pos.none-p1.lr0.001.f1",
+    )
+    store = planning.Store(tmp_path)
+    ready = {u.key for u in planning.ready_units(list(units.values()), store, set())}
+    assert chosen.key not in ready and chosen.after[0] in ready
+    for key, dev in zip(chosen.after, (0.7, 0.8)):
+        store.write(key, _run("none-p1", 1, 0.5, dev=dev))
+    ready = {u.key for u in planning.ready_units(list(units.values()), store, set())}
+    assert chosen.key in ready
+    assert planning.chosen_rate(setup, chosen.key, store, "accuracy") == (
+        1e-3,
+        {3e-4: [0.7], 1e-3: [0.8]},
+    )
+    # The report compares the rates on seed 1 alone, as the unit chose: the
+    # chosen rate's worse seed 2 does not move the choice.
+    records = {
+        "a": _run("none-p1", 1, 0.5, dev=0.7, rate=3e-4),
+        "b": _run("none-p1", 1, 0.6, dev=0.8, rate=1e-3),
+        "c": _run("none-p1", 2, 0.6, dev=0.5, rate=1e-3),
+    }
+    row = reporting.summarise(setup, {f"finetune.{k}": r for k, r in records.items()})
+    row = row["pos"]["none@0"]
+    assert row["learning_rate"] == 1e-3 and row["finetuning_runs"] == 2
+    assert row["learning_rates"]["0.001"] == {"dev_mean": 0.8, "runs": 2}
+
+
 def test_a_study_in_a_new_directory_carries_on_from_its_report(tmp_path):
     setup = _setup()
     records = {

@@ -268,6 +268,9 @@ def make_setup(args, data) -> dict:
         "finetune_learning_rates": as_list(
             args.finetune_learning_rates, float, "--finetune-learning-rates"
         ),
+        "learning_rate_seeds": as_list(
+            args.learning_rate_seeds, int, "--learning-rate-seeds"
+        ),
         "finetune_seeds": as_list(args.finetune_seeds, int, "--finetune-seeds"),
         "curve_seeds": args.curve_seeds,
         "curve_pretraining_seeds": as_list(

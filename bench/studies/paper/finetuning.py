@@ -10,7 +10,12 @@ import pathlib
 import time
 
 from bench.studies.paper import design
-from bench.studies.paper.units import finetuning_key_parts, finetuning_learning_rate
+from bench.studies.paper.units import (
+    CHOSEN,
+    chosen_rate,
+    finetuning_key_parts,
+    finetuning_learning_rate,
+)
 
 
 def select_on_dev_then_test(train_seed, score_test):
@@ -21,7 +26,7 @@ def select_on_dev_then_test(train_seed, score_test):
     return {**results, "test": score_test(model)}
 
 
-def finetune_unit(args, setup, key, data) -> dict:
+def finetune_unit(args, setup, key, data, store=None) -> dict:
     from electra_tf.distribution import resolve_jit_compile
     from electra_tf.presets import recipe_for_width
 
@@ -38,7 +43,9 @@ def finetune_unit(args, setup, key, data) -> dict:
         precision=resolved.precision,
         jit_compile=resolved.jit_compile,
     ).override(**design.as_json(args.finetune_hparams, "--finetune-hparams"))
-    rate = finetuning_learning_rate(key)
+    rate, chosen_from = finetuning_learning_rate(key), None
+    if rate == CHOSEN:
+        rate, chosen_from = chosen_rate(setup, key, store, task.metric)
     if rate is not None:
         config = config.override(learning_rate=rate)
     pretrained = None
@@ -56,6 +63,7 @@ def finetune_unit(args, setup, key, data) -> dict:
         "encoder": encoder,
         "finetune_seed": fseed,
         "config": config.to_dict(),
+        **({} if chosen_from is None else {"rate_chosen_from_dev": chosen_from}),
         "seconds": round(time.perf_counter() - started, 1),
         **results,
     }

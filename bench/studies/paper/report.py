@@ -13,7 +13,7 @@ from bench.result_file import write_result
 from bench.studies.paper import plots
 from bench.studies.paper.design import TASKS, is_generator_ablation, label
 from bench.studies.paper.intervals import LEVEL, SAMPLES, comparisons, interval_text
-from bench.studies.paper.units import encoder_parts, pretraining_key
+from bench.studies.paper.units import best_rate, encoder_parts, pretraining_key
 
 # How many final epochs `late_gain` looks back over.
 LATE_EPOCHS = 3
@@ -79,21 +79,26 @@ def summarise(setup: dict, records: dict[str, dict]) -> dict:
 
 
 def chosen_learning_rate(points: list[dict]) -> tuple[list[dict], dict]:
-    """The runs at the learning rate whose runs' mean dev score is best, and
-    every rate's dev mean and run count: a study that fine-tunes at several
-    rates chooses on dev, and reports test at the chosen rate only."""
+    """The runs at the learning rate whose mean dev score is best over the
+    fine-tuning seeds every rate ran (`units.best_rate`, as the units at the
+    chosen rate chose it), and each rate's dev mean over those seeds: a study
+    that fine-tunes at several rates chooses on dev and reports test at the
+    chosen rate, over all its seeds."""
     by_rate = collections.defaultdict(list)
     for point in points:
         by_rate[point["learning_rate"]].append(point)
+    shared = set.intersection(
+        *({p["finetune_seed"] for p in runs} for runs in by_rate.values())
+    )
     dev = {
-        rate: statistics.fmean(p["dev"] for p in runs) for rate, runs in by_rate.items()
+        rate: [p["dev"] for p in runs if p["finetune_seed"] in shared]
+        for rate, runs in sorted(by_rate.items())
     }
-    chosen = max(dev, key=dev.get)
     rates = {
-        f"{rate:g}": {"dev_mean": dev[rate], "runs": len(by_rate[rate])}
-        for rate in sorted(dev)
+        f"{rate:g}": {"dev_mean": statistics.fmean(v), "runs": len(by_rate[rate])}
+        for rate, v in dev.items()
     }
-    return by_rate[chosen], rates
+    return by_rate[best_rate(dev)], rates
 
 
 def _describe(variant, step, points) -> dict:

@@ -64,10 +64,17 @@ def pretraining_key_parts(key: str) -> tuple[str, int]:
     return name, int(pseed)
 
 
+# In place of a rate: the unit runs at the rate chosen on dev from the units of
+# every rate at the study's `learning_rate_seeds`.
+CHOSEN = "chosen"
+
+
 def finetuning_key(task: str, encoder: str, fseed: int, rate=None) -> str:
-    """`finetune.<task>.<encoder>.f<seed>`, with `.lr<rate>` before the seed
-    in a study that chooses the fine-tuning learning rate."""
-    return f"finetune.{task}.{encoder}{'' if rate is None else f'.lr{rate:g}'}.f{fseed}"
+    """`finetune.<task>.<encoder>.f<seed>`, with `.lr<rate>` (or `.lrchosen`)
+    before the seed in a study that chooses the fine-tuning learning rate."""
+    if rate is not None:
+        encoder += f".lr{rate if rate == CHOSEN else format(rate, 'g')}"
+    return f"finetune.{task}.{encoder}.f{fseed}"
 
 
 def finetuning_key_parts(key: str) -> tuple[str, str, int]:
@@ -77,11 +84,44 @@ def finetuning_key_parts(key: str) -> tuple[str, str, int]:
     return task, encoder.split(".lr", 1)[0], int(fseed)
 
 
-def finetuning_learning_rate(key: str) -> float | None:
-    """The learning rate a key names (`.lr<rate>`), else None."""
+def finetuning_learning_rate(key: str) -> float | str | None:
+    """The learning rate a key names (`.lr<rate>`), `CHOSEN`, else None."""
     _, rest = key.removeprefix("finetune.").split(".", 1)
     rate = rest.rsplit(".f", 1)[0].partition(".lr")[2]
-    return float(rate) if rate else None
+    return rate if rate == CHOSEN else float(rate) if rate else None
+
+
+def rate_units(setup: dict, key: str) -> list[str]:
+    """The units whose dev scores choose the rate of `key`: its task and
+    encoder at every rate and every seed of `learning_rate_seeds`."""
+    task, encoder, _ = finetuning_key_parts(key)
+    return [
+        finetuning_key(task, encoder, fseed, rate)
+        for rate in setup["finetune_learning_rates"]
+        for fseed in learning_rate_seeds(setup)
+    ]
+
+
+def best_rate(dev_scores: dict[float, list[float]]) -> float:
+    """The rate whose dev scores have the best mean (ties: the first given)."""
+    means = {rate: sum(v) / len(v) for rate, v in dev_scores.items()}
+    return max(means, key=means.get)
+
+
+def chosen_rate(setup: dict, key: str, store: Store, metric: str) -> tuple:
+    """The rate a `CHOSEN` unit runs at, from its `rate_units`' dev scores,
+    and those scores by rate."""
+    dev_scores: dict[float, list[float]] = {}
+    for unit in rate_units(setup, key):
+        score = store.read(unit)["dev"]["dev"][metric]
+        dev_scores.setdefault(finetuning_learning_rate(unit), []).append(score)
+    return best_rate(dev_scores), dev_scores
+
+
+def learning_rate_seeds(setup: dict) -> list[int]:
+    """The fine-tuning seeds run at every rate (default: all of them); the
+    others run at the chosen rate only."""
+    return setup.get("learning_rate_seeds") or setup["finetune_seeds"]
 
 
 def encoder_parts(encoder: str) -> tuple[str, int, int]:
@@ -98,6 +138,7 @@ class Unit:
     key: str
     needs: str | None  # the pre-training run whose record it needs, if any
     priority: tuple  # lower first among the ready ones
+    after: tuple = ()  # units that must be recorded first (`rate_units`)
 
 
 def plan_units(setup: dict) -> list[Unit]:
@@ -109,7 +150,6 @@ def plan_units(setup: dict) -> list[Unit]:
     ablation row) runs its seeds with the last of the others', after them."""
     units = []
     fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
-    rates = setup.get("finetune_learning_rates") or [None]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
     for given, (name, pseeds) in enumerate(setup["variant_seeds"].items()):
         ablation = len(pseeds) < most
@@ -120,21 +160,33 @@ def plan_units(setup: dict) -> list[Unit]:
                 final = step == setup["kept_steps"][name][-1]
                 for t, task in enumerate(tasks):
                     for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
-                        for rate in rates:
+                        for rate in _rates(setup, fseed):
                             encoder = f"{name}-p{pseed}-s{step}"
                             key = finetuning_key(task, encoder, fseed, rate)
                             order = (t, rank, 1 if final else 2, ablation, given, key)
-                            units.append(Unit(key, run, order))
+                            units.append(Unit(key, run, order, _after(setup, key)))
     # No pre-training sorts after every variant's final encoders of its rank.
     after_variants = len(setup["variant_seeds"])
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                for rate in rates:
+                for rate in _rates(setup, fseed):
                     key = finetuning_key(task, f"none-p{pseed}", fseed, rate)
                     order = (t, rank, 1, False, after_variants, key)
-                    units.append(Unit(key, None, order))
+                    units.append(Unit(key, None, order, _after(setup, key)))
     return units
+
+
+def _rates(setup: dict, fseed: int) -> list:
+    """The rates seed `fseed` runs at: each of the study's, only the chosen
+    one, or (a study of one rate) the recipe's, None."""
+    rates = setup.get("finetune_learning_rates") or [None]
+    return rates if fseed in learning_rate_seeds(setup) or None in rates else [CHOSEN]
+
+
+def _after(setup: dict, key: str) -> tuple:
+    chosen = finetuning_learning_rate(key) == CHOSEN
+    return tuple(rate_units(setup, key)) if chosen else ()
 
 
 def kept_steps(setup: dict, name: str, pseed: int) -> list[int]:
@@ -155,10 +207,13 @@ def ready_units(units: list[Unit], store: Store, running: set[str]) -> list[Unit
 
 
 def to_run(unit: Unit, units: list[Unit], store: Store) -> bool:
-    """Whether `unit` can run now and is needed: not done and its encoder kept,
-    or a recorded pre-training run whose encoders are gone from disk while a
-    unit needs them (rebuilt: `pretraining.pretrain_unit`)."""
+    """Whether `unit` can run now and is needed: not done, the units it comes
+    after recorded and its encoder kept, or a recorded pre-training run whose
+    encoders are gone from disk while a unit needs them (rebuilt:
+    `pretraining.pretrain_unit`)."""
     if not store.done(unit.key):
+        if not all(store.done(key) for key in unit.after):
+            return False
         return unit.needs is None or _kept(store, unit)
     return unit.key.startswith("pretrain.") and any(
         u.needs == unit.key and not store.done(u.key) and not _kept(store, u)
