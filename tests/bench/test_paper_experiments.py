@@ -189,12 +189,20 @@ def test_several_learning_rates_make_units_and_the_report_chooses_on_dev():
         for fseed in (1, 2):
             key = planning.finetuning_key("pos", "none-p1", fseed, rate)
             records[key] = _run("none-p1", fseed, test, dev=dev, rate=rate)
+    # Each pre-training run chooses on its own runs: run 2 prefers the other.
+    for rate, dev, test in ((3e-4, 0.90, 0.80), (1e-3, 0.85, 0.70)):
+        key = planning.finetuning_key("pos", "none-p2", 1, rate)
+        records[key] = _run("none-p2", 1, test, dev=dev, rate=rate)
     row = reporting.summarise(setup, records)["pos"]["none@0"]
-    assert row["learning_rate"] == 1e-3 and row["finetuning_runs"] == 2
-    assert row["test_mean"] == pytest.approx(0.90)
-    assert row["learning_rates"]["0.0003"] == {"dev_mean": 0.80, "runs": 2}
+    assert row["learning_rate"] == {"1": 1e-3, "2": 3e-4}
+    assert row["finetuning_runs"] == 3
+    assert row["test_mean_per_pretraining_run"] == {
+        "1": pytest.approx(0.90),
+        "2": pytest.approx(0.80),
+    }
+    assert row["learning_rates"]["1"]["0.0003"] == {"dev_mean": 0.80, "runs": 2}
     table = reporting.markdown(setup, {"pos": {"none@0": row}}, {})
-    assert "| 0.001 (0.0003: 0.8000, 0.001: 0.8500) |" in table
+    assert "| 0.001 (0.0003: 0.8000, 0.001: 0.8500); 0.0003 (0.0003: 0.9000, " in table
 
 
 def test_other_seeds_run_at_the_rate_their_swept_seeds_chose(tmp_path, monkeypatch):
@@ -228,8 +236,8 @@ def test_other_seeds_run_at_the_rate_their_swept_seeds_chose(tmp_path, monkeypat
     }
     row = reporting.summarise(setup, {f"finetune.{k}": r for k, r in records.items()})
     row = row["pos"]["none@0"]
-    assert row["learning_rate"] == 1e-3 and row["finetuning_runs"] == 2
-    assert row["learning_rates"]["0.001"] == {"dev_mean": 0.8, "runs": 2}
+    assert row["learning_rate"] == {"1": 1e-3} and row["finetuning_runs"] == 2
+    assert row["learning_rates"]["1"]["0.001"] == {"dev_mean": 0.8, "runs": 2}
 
 
 def test_a_study_in_a_new_directory_carries_on_from_its_report(tmp_path):

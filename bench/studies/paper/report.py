@@ -102,7 +102,13 @@ def chosen_learning_rate(points: list[dict]) -> tuple[list[dict], dict]:
 
 
 def _describe(variant, step, points) -> dict:
-    points, rates = chosen_learning_rate(points)
+    # Each pre-training run's encoder gets the rate chosen on its own dev runs.
+    chosen, rates = [], {}
+    for pseed in sorted({p["pretraining_seed"] for p in points}):
+        runs = [p for p in points if p["pretraining_seed"] == pseed]
+        runs, rates[str(pseed)] = chosen_learning_rate(runs)
+        chosen += runs
+    points = chosen
     tests = [p["test"] for p in points]
     by_run = collections.defaultdict(list)
     for p in points:
@@ -135,7 +141,10 @@ def _describe(variant, step, points) -> dict:
             for p in points
         ),
         "late_dev_gain_mean": statistics.fmean(p["late_dev_gain"] for p in points),
-        "learning_rate": points[0]["learning_rate"],
+        # Per pre-training run: the chosen rate, and every rate's dev mean.
+        "learning_rate": {
+            str(p["pretraining_seed"]): p["learning_rate"] for p in points
+        },
         "learning_rates": rates,
     }
 
@@ -399,13 +408,15 @@ def _counted(runs, field: str) -> str:
 
 
 def _rates(point: dict) -> str:
-    """ "1e-03 (3e-04: 0.9012, 1e-03: 0.9120)": the chosen rate, and each
-    rate's dev mean when there were several."""
-    rate, rates = point["learning_rate"], point.get("learning_rates", {})
-    if len(rates) < 2:
-        return f"{rate:g}"
-    each = ", ".join(f"{r}: {v['dev_mean']:.4f}" for r, v in rates.items())
-    return f"{rate:g} ({each})"
+    """ "0.001 (0.0003: 0.9012, 0.001: 0.9120)": each pre-training run's chosen
+    rate, with each rate's dev mean where there were several; runs separated
+    by semicolons, runs described alike once."""
+    described = []
+    for pseed, rate in point["learning_rate"].items():
+        rates = point["learning_rates"][pseed]
+        each = ", ".join(f"{r}: {v['dev_mean']:.4f}" for r, v in rates.items())
+        described.append(f"{rate:g}" + (f" ({each})" if len(rates) > 1 else ""))
+    return "; ".join(dict.fromkeys(described))
 
 
 def _score(value) -> str:
