@@ -69,10 +69,20 @@ def _git(*args: str) -> str:
 
 
 def commit() -> str:
-    """The checkout's commit (with "+changes" if the tree differs), or "unknown"."""
+    """The checkout's commit (with "+changes" if the tree differs), or "unknown".
+
+    Changed result files (`bench/results/`) do not count: a study rewrites
+    its committed report after every unit while its next units run."""
     try:
         head = _git("rev-parse", "--short", "HEAD").strip()
-        changed = _git("status", "--porcelain", "--untracked-files=no").strip()
+        changed = _git(
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":!bench/results",
+        ).strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return (head or "unknown") + ("+changes" if head and changed else "")
