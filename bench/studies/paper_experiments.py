@@ -231,9 +231,8 @@ def write_report(args, setup, store) -> None:
     output = pathlib.Path(args.output)
     weights = report.encoder_weights(store, output.with_suffix(".json"))
     in_progress = report.runs_in_progress(setup, store)
-    report.write_files(
-        output, setup, store.all(), run_info(__file__), in_progress, weights
-    )
+    header = {**run_info(__file__), "inputs": design.input_checksums(setup)}
+    report.write_files(output, setup, store.all(), header, in_progress, weights)
 
 
 def report_from(path: str, output: str) -> None:

@@ -1228,3 +1228,23 @@ def test_runs_column_says_when_pretraining_runs_have_different_seed_counts():
     # 3 + 1 is not "2 x 2".
     assert _runs(runs(3, 1)) == "2 (4 fine-tuning runs)"
     assert _runs(runs(3, 2)) == "2 (5 fine-tuning runs)"
+
+
+def test_the_report_records_the_checksums_of_what_the_study_read(tmp_path):
+    import hashlib
+
+    task = tmp_path / "pos"
+    task.mkdir()
+    (task / "train.conll").write_text("a\tDET\n\n")
+    (task / "README.md").write_text("not read by the study")
+    corpus = tmp_path / "brown.txt.gz"
+    corpus.write_bytes(b"text")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "stats.json").write_text(json.dumps({"input_files": [str(corpus)]}))
+    setup = {"task_dirs": {"pos": str(task)}, "data": str(data / "train-*")}
+    found = design.input_checksums(setup)
+    assert found == {
+        str(path): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in (task / "train.conll", data / "stats.json", corpus)
+    }

@@ -5,6 +5,8 @@ recorded in its directory."""
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
 import pathlib
 
@@ -283,6 +285,29 @@ def make_setup(args, data) -> dict:
         "total_steps": total,
         "kept_steps": kept,
     }
+
+
+@functools.cache
+def _sha256(path: str) -> str:
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
+def input_checksums(setup: dict) -> dict[str, str]:
+    """sha256 of what the study read: the task files, the TFRecords' build
+    record (stats.json) and the corpus files it names, where they exist. A
+    user who rebuilt the data elsewhere (scripts/rebuild_study_data.py)
+    compares them with scripts/study_data_checksums.json."""
+    paths = [
+        str(path)
+        for directory in setup["task_dirs"].values()
+        for path in sorted(pathlib.Path(directory).glob("*.*"))
+        if path.suffix in (".conll", ".tsv")
+    ]
+    stats = pathlib.Path(setup["data"]).parent / "stats.json"
+    if stats.exists():
+        paths.append(str(stats))
+        paths += json.loads(stats.read_text()).get("input_files", [])
+    return {path: _sha256(path) for path in paths if pathlib.Path(path).is_file()}
 
 
 def task_dirs(args, tasks: list[str]) -> dict[str, str]:
