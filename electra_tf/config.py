@@ -130,7 +130,9 @@ class ModelConfig(Config):
     #   starts at zero and only the discriminator's loss trains (its position
     #   and segment embeddings and LayerNorm are its own);
     # * "none": each tower owns its embedding block (the original's
-    #   `untied_generator_embeddings`).
+    #   `untied_generator_embeddings`): the generator's is as wide as its
+    #   hidden size (`generator_embedding_dim`), with no projection, as the
+    #   original builds it.
     # In every case the generator's MLM output matrix is its own token table,
     # transposed. Configs stored with the older boolean `tie_embeddings` load
     # as "tied" (true) or "none" (false).
@@ -174,6 +176,16 @@ class ModelConfig(Config):
     @property
     def generator_hidden_dim(self) -> int:
         return max(1, int(round(self.hidden_dim * self.generator_hidden_size)))
+
+    @property
+    def generator_embedding_dim(self) -> int:
+        """Width of the generator's embeddings: E when they are the
+        discriminator's or disentangled from them ("tied", "gdes"); its own
+        hidden width when untied ("none"), as the original's
+        `untied_generator_embeddings`, which then needs no projection."""
+        if self.embedding_sharing == "none":
+            return self.generator_hidden_dim
+        return self.embedding_dim
 
     @property
     def generator_num_heads(self) -> int:

@@ -93,9 +93,11 @@ def randomize_weights(model, seed=0):
         variable.assign((1.0 if is_gain else 0.0) + (0.2 if is_gain else 0.3) * noise)
 
 
-def tf1_name(hf_name, tower):
+def tf1_name(hf_name, tower, untied=False):
     """google-research/electra's name of a Hugging Face tensor (the inverse of
-    transformers' TF1 conversion script), and whether to transpose it."""
+    transformers' TF1 conversion script), and whether to transpose it.
+    `untied`: the generator's embeddings are its own (`generator/embeddings`,
+    the original's `untied_generator_embeddings`)."""
     name = hf_name.removeprefix("electra.")
     if name == "generator_lm_head.bias":
         return "generator_predictions/output_bias", False
@@ -112,7 +114,7 @@ def tf1_name(hf_name, tower):
         name, transpose = name.removesuffix("weight") + "kernel", True
     if not name.startswith(("discriminator_predictions", "generator_predictions")):
         # Shared embeddings live under the discriminator's scope.
-        shared = name.startswith("embeddings/")
+        shared = name.startswith("embeddings/") and not untied
         name = (
             "electra/" if tower == "discriminator" or shared else "generator/"
         ) + name

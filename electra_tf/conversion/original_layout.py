@@ -19,7 +19,8 @@ with the names and shapes of google-research/electra's checkpoints, e.g.
 Kernels are [in, out] as in TF1 and Keras (a torch Linear weight is the
 transpose). The generator's embeddings are the discriminator's
 (`electra/embeddings/...`) when tied; an untied generator has its own under
-`generator/embeddings/...` (the original's `untied_generator_embeddings`).
+`generator/embeddings/...`, as wide as its hidden size and with no
+`generator/embeddings_project` (the original's `untied_generator_embeddings`).
 
 Hugging Face and TF1 conversion translate names to and from this layout;
 `model_config_from_tensors` reads the architecture back from the shapes (all
@@ -299,6 +300,20 @@ def model_config_from_tensors(
                 f"{generator_intermediate}, but the generator's is 4 x its "
                 f"hidden width {generator_hidden}"
             )
+        untied = "generator/embeddings/word_embeddings" in tensors
+        if untied:
+            # The original's untied generator: embeddings of its own width,
+            # no projection (what `embedding_sharing="none"` builds).
+            generator_embedding = _shape(
+                tensors, "generator/embeddings/word_embeddings", source
+            )[1]
+            if generator_embedding != generator_hidden:
+                problems.append(
+                    f"generator/embeddings/word_embeddings: width "
+                    f"{generator_embedding}, but an untied generator's embeddings "
+                    f"are as wide as its hidden size {generator_hidden} (the "
+                    "original's untied_generator_embeddings)"
+                )
         rule = max(1, generator_hidden // 64)
         if generator_num_heads and generator_num_heads != rule:
             problems.append(
@@ -312,9 +327,7 @@ def model_config_from_tensors(
         config.update(
             generator_hidden_size=generator_hidden / hidden_dim,
             generator_layers=0 if generator_layers == num_layers else generator_layers,
-            embedding_sharing=(
-                "none" if "generator/embeddings/word_embeddings" in tensors else "tied"
-            ),
+            embedding_sharing="none" if untied else "tied",
         )
     config.update(fields)
     model_config = ModelConfig(**config)

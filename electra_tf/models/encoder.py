@@ -346,7 +346,7 @@ class ElectraEncoder(keras_hub.models.Backbone):
             num_layers=config.generator_num_layers,
             num_heads=config.generator_num_heads,
             hidden_dim=config.generator_hidden_dim,
-            embedding_dim=config.embedding_dim,
+            embedding_dim=config.generator_embedding_dim,
             intermediate_dim=config.generator_intermediate_dim,
             dropout=config.dropout,
             max_sequence_length=config.max_sequence_length,

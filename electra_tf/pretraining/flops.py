@@ -140,16 +140,12 @@ def _towers(model: ModelConfig, length: int) -> tuple[_Tower, _Tower]:
     generator = _Tower(
         hidden=model.generator_hidden_dim,
         layers=model.generator_num_layers,
-        # An untied generator ("none") is counted as the paper does:
-        # embeddings as wide as its hidden size. Under "gdes" its table is the
-        # discriminator's width E (the discriminator adds to it), so it costs
-        # what a tied one does; the per-step sum of the two tables does not
-        # scale with the batch and is left out.
-        embedding=(
-            model.generator_hidden_dim
-            if model.embedding_sharing == "none"
-            else model.embedding_dim
-        ),
+        # An untied generator ("none") has embeddings as wide as its hidden
+        # size. Under "gdes" its table is the discriminator's width E (the
+        # discriminator adds to it), so it costs what a tied one does; the
+        # per-step sum of the two tables does not scale with the batch and is
+        # left out.
+        embedding=model.generator_embedding_dim,
         intermediate=model.generator_intermediate_dim,
         heads=model.generator_num_heads,
         length=length,

@@ -163,11 +163,15 @@ def test_mismatches_are_listed_tensor_by_tensor(tmp_path):
     assert "[100, 24] in the model" in text
     assert "generator/encoder/layer_1/output/dense/bias: missing" in text
     assert len(error.value.problems) == 3
-    # The pair: untied (the embeddings differ), so the generator's own
-    # embeddings are checked against the discriminator's vocabulary.
+    # The pair: untied (the embeddings differ), but an untied generator's
+    # embeddings are as wide as its hidden size (the original's layout), and
+    # these are the discriminator's width.
     with pytest.raises(ConversionError) as error:
         load_hf_pretrainer(FIXTURE / "discriminator", generator)
-    assert "generator/embeddings/word_embeddings: shape [120, 24]" in str(error.value)
+    assert (
+        "generator/embeddings/word_embeddings: width 24, but an untied "
+        "generator's embeddings are as wide as its hidden size 16"
+    ) in str(error.value)
 
 
 def test_pickle_and_wrong_architectures_are_refused(tmp_path):

@@ -17,7 +17,11 @@ import tensorflow as tf
 
 from electra_tf.config import ModelConfig
 from electra_tf.conversion.convert import run_flags, write_pretraining_checkpoint
-from electra_tf.conversion.original_layout import pretrainer_variables, read_tensors
+from electra_tf.conversion.original_layout import (
+    model_config_from_tensors,
+    pretrainer_variables,
+    read_tensors,
+)
 from electra_tf.conversion.tf1 import (
     load_tf1_discriminator,
     load_tf1_pretrainer,
@@ -35,6 +39,7 @@ from tests.helpers import (
     SPECIAL_TOKEN_IDS,
     TF1_STEP,
     make_pretrainer,
+    tf1_name,
     write_tf1_checkpoint,
 )
 
@@ -183,3 +188,110 @@ def test_unreadable_and_foreign_checkpoints_are_named(tmp_path):
     )
     with pytest.raises(ConversionError, match="has no electra/embeddings/word_embed"):
         load_tf1_discriminator(bert)
+
+
+@pytest.fixture(scope="module")
+def untied_small(tmp_path_factory):
+    """The paper's untied small shape (embeddings 128, discriminator 256,
+    generator 64 with embeddings of its own width and no projection), one
+    layer each, from transformers' random models, as an original checkpoint
+    trained with `untied_generator_embeddings` holds it."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    common = dict(
+        vocab_size=120,
+        num_hidden_layers=1,
+        max_position_embeddings=16,
+        hidden_act="gelu",
+        layer_norm_eps=1e-12,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    towers = {
+        "discriminator": transformers.ElectraForPreTraining(
+            transformers.ElectraConfig(
+                embedding_size=128,
+                hidden_size=256,
+                num_attention_heads=4,
+                intermediate_size=1024,
+                **common,
+            )
+        ),
+        "generator": transformers.ElectraForMaskedLM(
+            transformers.ElectraConfig(
+                embedding_size=64,
+                hidden_size=64,
+                num_attention_heads=1,
+                intermediate_size=256,
+                **common,
+            )
+        ),
+    }
+    tensors = {}
+    with torch.no_grad():
+        for tower, model in towers.items():
+            model.eval()
+            for name, parameter in model.named_parameters():
+                # Weights of a visible scale (LayerNorm gains around 1).
+                gain = name.endswith("LayerNorm.weight")
+                parameter.copy_(gain + 0.1 * torch.randn_like(parameter))
+                original, transpose = tf1_name(name, tower, untied=True)
+                value = parameter.numpy()
+                tensors[original] = value.T if transpose else value
+    directory = tmp_path_factory.mktemp("untied")
+    return write_tf1_checkpoint(tensors, directory / "model.ckpt", 5), towers, tensors
+
+
+def test_untied_small_converts_with_transformers_outputs(untied_small):
+    import torch
+
+    path, towers, tensors = untied_small
+    assert "generator/embeddings_project/kernel" not in tensors
+    pretrainer, checkpoint = load_tf1_pretrainer(path, **SPECIAL_TOKEN_IDS)
+    config = pretrainer.model_config
+    assert config.embedding_sharing == "none"
+    assert (config.embedding_dim, config.generator_embedding_dim) == (128, 64)
+    assert pretrainer.generator.encoder.embeddings_projection is None
+    # Every tensor found its place, and written back is the checkpoint.
+    written = read_tensors(pretrainer_variables(pretrainer))
+    assert sorted(written) == sorted(tensors)
+    for name, value in tensors.items():
+        np.testing.assert_array_equal(written[name], value, err_msg=name)
+    rng = np.random.default_rng(0)
+    batch = {
+        "token_ids": rng.integers(5, 120, (2, 16)).astype("int32"),
+        "segment_ids": np.repeat([[0] * 8 + [1] * 8], 2, axis=0).astype("int32"),
+        "padding_mask": np.array([[1] * 16, [1] * 11 + [0] * 5], "int32"),
+    }
+    with torch.no_grad():
+        kwargs = {
+            "input_ids": torch.tensor(batch["token_ids"], dtype=torch.long),
+            "token_type_ids": torch.tensor(batch["segment_ids"], dtype=torch.long),
+            "attention_mask": torch.tensor(batch["padding_mask"], dtype=torch.long),
+        }
+        expected_rtd = towers["discriminator"](**kwargs).logits.numpy()
+        expected_mlm = towers["generator"](**kwargs).logits.numpy()
+    real = batch["padding_mask"].astype(bool)
+    np.testing.assert_allclose(
+        np.asarray(pretrainer.discriminator(batch))[real],
+        expected_rtd[real],
+        atol=TOLERANCE,
+    )
+    np.testing.assert_allclose(
+        np.asarray(pretrainer.generator(all_positions(batch)))[real],
+        expected_mlm[real],
+        atol=TOLERANCE,
+    )
+
+
+def test_untied_generator_embeddings_wider_than_it_are_refused(untied_small):
+    _, _, tensors = untied_small
+    wide = dict(tensors)
+    wide["generator/embeddings/word_embeddings"] = np.zeros((120, 128), "float32")
+    with pytest.raises(ConversionError) as error:
+        model_config_from_tensors(wide, "wide")
+    assert (
+        "generator/embeddings/word_embeddings: width 128, but an untied "
+        "generator's embeddings are as wide as its hidden size 64"
+    ) in str(error.value.problems)
