@@ -119,3 +119,31 @@ def mask_tokens(
     masked_ids = tf.where(to_mask_token, mask_token_id, token_ids)
     target_ids = tf.gather(token_ids, positions, batch_dims=1)
     return MaskedBatch(masked_ids, positions, weights, target_ids, chosen)
+
+
+def given_masking(token_ids, masked_ids, positions, weights) -> MaskedBatch:
+    """The `MaskedBatch` of masking drawn elsewhere, for tests and tools.
+
+    What lets a step be compared with another implementation's on the same
+    draws (`ElectraPretrainer`'s injected draws); training never calls it.
+
+    Args:
+        token_ids: int32 [B, L], the original ids.
+        masked_ids: int32 [B, L], the generator's input ([MASK] where chosen
+            to be, the original token elsewhere).
+        positions: int32 [B, N], distinct chosen positions per row.
+        weights: float32 [B, N], 1 for a live slot, 0 for an unused one.
+    """
+    token_ids = tf.cast(token_ids, tf.int32)
+    positions = tf.cast(positions, tf.int32)
+    weights = tf.cast(weights, tf.float32)
+    chosen = (
+        scatter_to_sequence(
+            tf.ones_like(weights), positions, weights, token_ids.shape[1]
+        )
+        > 0
+    )
+    target_ids = tf.gather(token_ids, positions, batch_dims=1)
+    return MaskedBatch(
+        tf.cast(masked_ids, tf.int32), positions, weights, target_ids, chosen
+    )

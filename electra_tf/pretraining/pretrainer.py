@@ -25,8 +25,17 @@ from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.generator import ElectraGenerator
 from electra_tf.pretraining.balanced_accuracy import BalancedAccuracy
-from electra_tf.pretraining.masking import candidate_mask, mask_tokens
+from electra_tf.pretraining.masking import candidate_mask, given_masking, mask_tokens
 from electra_tf.pretraining.sampling import replace_tokens, sample
+
+# Optional batch entries that replace the step's random draws, for tests and
+# tools only (`tests/pretraining/test_step_parity.py` runs the same step as
+# transformers on the same draws): the masking (all three of `masked_ids`
+# [B, L], `mask_positions` [B, N] and `mask_weights` [B, N]) and the
+# generator's samples (`sampled_ids` [B, N], with the masking). A batch
+# without them, what training reads, draws as usual.
+INJECTED_MASKING = ("masked_ids", "mask_positions", "mask_weights")
+INJECTED_SAMPLES = "sampled_ids"
 
 # Steps of evaluation batches are keyed by this constant instead of the
 # optimizer step, so an evaluation sees the same masks whenever it runs.
@@ -340,7 +349,8 @@ class ElectraPretrainer(keras.Model):
 
         Args:
             inputs: dict of int32 [B, L] `token_ids`, `segment_ids`,
-                `padding_mask`.
+                `padding_mask`; tests and tools may add the draws to use
+                instead of drawing (`INJECTED_MASKING`, `INJECTED_SAMPLES`).
             training: enables dropout.
             step: key of the random draws; defaults to the optimizer's step
                 when training and a fixed evaluation key otherwise.
@@ -374,17 +384,22 @@ class ElectraPretrainer(keras.Model):
         batch_size = tf.shape(token_ids)[0]
         example_index = random_streams.global_example_index(batch_size, micro_batch)
 
-        masked = mask_tokens(
-            token_ids,
-            padding_mask,
-            key=key,
-            example_index=example_index,
-            mask_prob=config.mask_prob,
-            max_predictions=config.max_predictions_per_seq,
-            mask_token_prob=config.mask_token_prob,
-            mask_token_id=self.mask_token_id,
-            special_token_ids=self._special_ids,
-        )
+        if INJECTED_MASKING[0] in inputs:
+            masked = given_masking(
+                token_ids, *(inputs[name] for name in INJECTED_MASKING)
+            )
+        else:
+            masked = mask_tokens(
+                token_ids,
+                padding_mask,
+                key=key,
+                example_index=example_index,
+                mask_prob=config.mask_prob,
+                max_predictions=config.max_predictions_per_seq,
+                mask_token_prob=config.mask_token_prob,
+                mask_token_id=self.mask_token_id,
+                special_token_ids=self._special_ids,
+            )
         vocabulary_size = self.model_config.vocabulary_size
         outputs = {"masked": masked}
         if objective == "electric":
@@ -441,19 +456,22 @@ class ElectraPretrainer(keras.Model):
             outputs["global_loss"] = outputs["mlm_loss"]
             return outputs
 
-        sampled_ids = sample(
-            config.sampler,
-            mlm_logits,
-            key=key,
-            example_index=example_index,
-            temperature=config.temperature,
-            disallowed_ids=masked.target_ids if config.disallow_correct else None,
-            uniform_share=(
-                1.0 - _ramp(updates, config.uniform_share_steps)
-                if config.uniform_share_steps
-                else None
-            ),
-        )
+        if INJECTED_SAMPLES in inputs:
+            sampled_ids = tf.cast(inputs[INJECTED_SAMPLES], tf.int32)
+        else:
+            sampled_ids = sample(
+                config.sampler,
+                mlm_logits,
+                key=key,
+                example_index=example_index,
+                temperature=config.temperature,
+                disallowed_ids=masked.target_ids if config.disallow_correct else None,
+                uniform_share=(
+                    1.0 - _ramp(updates, config.uniform_share_steps)
+                    if config.uniform_share_steps
+                    else None
+                ),
+            )
         corrupted_ids, is_replaced = replace_tokens(token_ids, masked, sampled_ids)
         if objective == "electric":
             # Noise-contrastive labels: every sampled position is noise, even
