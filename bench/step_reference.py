@@ -43,6 +43,12 @@ from electra_tf.conversion.original_layout import (
     tower_variables,
 )
 
+# The loss weights, taken from the original (configure_pretraining.py:
+# gen_weight 1.0, disc_weight 50.0), not from our config. replace_mlm, the
+# paper's ablation, sums two MLM losses of one kind: weight 1.
+GEN_WEIGHT = 1.0
+DISC_WEIGHTS = {"electra": 50.0, "electra_15": 50.0, "replace_mlm": 1.0}
+
 # The original's `exclude_from_weight_decay` (model/optimization.py): names
 # containing any of these get no weight decay.
 EXCLUDED_FROM_DECAY = ("LayerNorm", "layer_norm", "bias")
@@ -233,7 +239,6 @@ class TorchElectra:
     def step(self, batch, draws) -> dict:
         """The original's forward step and losses; call `.backward()` on
         `["loss"]`. Returns torch tensors (float32)."""
-        config = self.pretrainer.pretraining_config
         token_ids = torch.tensor(batch["token_ids"], dtype=torch.long)
         segment_ids = torch.tensor(batch["segment_ids"], dtype=torch.long)
         padding_mask = torch.tensor(batch["padding_mask"], dtype=torch.long)
@@ -285,8 +290,8 @@ class TorchElectra:
             disc_loss = (per_token * loss_weights).sum() / (1e-6 + loss_weights.sum())
             out["rtd_logits"] = logits
         out["disc_loss"] = disc_loss
-        out["loss"] = config.gen_weight * out["mlm_loss"] + (
-            config.resolved_disc_weight * disc_loss
+        out["loss"] = GEN_WEIGHT * out["mlm_loss"] + (
+            DISC_WEIGHTS[self.objective] * disc_loss
         )
         return out
 
