@@ -1,7 +1,7 @@
 """Twenty pre-training steps against the independent ELECTRA step, side by side.
 
 Ours (`ElectraPretrainer.train_on_batch`, the optimizer `pretrain/run.py`
-builds) and `bench/step_reference.py` (transformers' networks, the original's
+builds) and `tests/step_reference.py` (transformers' networks, the original's
 losses, clipping, schedule and AdamWeightDecay in torch) from the same tiny
 random weights, on the same 20 batches, masks and samples: the loss at each
 step on both sides, the largest weight difference after each step, and the

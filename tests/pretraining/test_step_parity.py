@@ -1,6 +1,6 @@
 """The pre-training step against an independent ELECTRA, step for step.
 
-The other side (`bench/step_reference.py`) is transformers' networks
+The other side (`tests/step_reference.py`) is transformers' networks
 (PyTorch) holding the same weights, with the original's losses, labels,
 clipping, schedule and AdamWeightDecay written in torch from
 google-research/electra's formulas. Both sides get the same batch (padding,
@@ -42,7 +42,7 @@ from tests.helpers import (
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-from bench.step_reference import (  # noqa: E402
+from tests.step_reference import (  # noqa: E402
     AdamWeightDecay,
     TorchElectra,
     keras_layout,
