@@ -37,11 +37,13 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
+import unicodedata
 
 import tensorflow as tf
 
 from electra_tf.data.tfrecord_format import FEATURE_NAMES, STATS_FILE, VOCABULARY_FILE
-from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.data.vocabulary import SPECIAL_TOKENS, Vocabulary
 from electra_tf.errors import ElectraError
 
 # Feature names in the files (the original builder's) -> model input names
@@ -162,7 +164,7 @@ def first_example(files: list[str]) -> tuple[str, tf.train.Example]:
         try:
             record = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
         except tf.errors.OpError as error:
-            reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+            reason = _read_error(error)
             raise DataError(
                 f"{path} is not a readable TFRecord file: {reason}"
             ) from error
@@ -181,7 +183,7 @@ def first_example(files: list[str]) -> tuple[str, tf.train.Example]:
         if name not in features:
             raise DataError(
                 f"{path} has no feature {name!r} (it has {sorted(features)}); "
-                "build the data with electra_tf.data.tfrecord_writer"
+                "build the data with electra-build-data (pretrain/build_data.py)"
             )
     return path, example
 
@@ -195,16 +197,18 @@ def check_vocabulary_of_records(files: list[str], vocabulary: Vocabulary) -> Non
     """Checks a sample of the records of `files` against `vocabulary`.
 
     Reads the first `VOCABULARY_CHECK_RECORDS` records of the first
-    `VOCABULARY_CHECK_FILES` files: every id must be inside the vocabulary and
+    `VOCABULARY_CHECK_FILES` files: every id must be inside the vocabulary,
     every example must start with its `[CLS]` id (the builder's examples all
-    do). Data built with another vocabulary fail one or the other, unless both
-    vocabularies put `[CLS]` at the same id and the data's is the smaller
-    (`stats.json`'s md5, when there is one, catches that case too).
+    do), and the words must be ones WordPiece makes with the vocabulary
+    (`_WordStarts`): data built with another vocabulary that puts `[CLS]` at
+    the same id (as every vocabulary our learner writes does) fail that.
+    `stats.json`'s md5, when there is one, is checked besides.
 
     Raises:
         DataError: naming the file, the record and the id, and the vocabulary.
     """
     cls_id, size = vocabulary.cls_id, vocabulary.size
+    word_starts = _WordStarts(vocabulary)
     for path in files[:VOCABULARY_CHECK_FILES]:
         records = tf.data.TFRecordDataset(path).take(VOCABULARY_CHECK_RECORDS)
         try:
@@ -228,8 +232,108 @@ def check_vocabulary_of_records(files: list[str], vocabulary: Vocabulary) -> Non
                         "were built with another vocabulary; pass theirs with "
                         "--vocab"
                     )
+                word_starts.add(ids)
         except (tf.errors.OpError, KeyError):
             continue  # damaged files are named by the pipeline's own checks
+    if word_starts.misread():
+        raise DataError(
+            f"{files[0]}: read with {vocabulary.path}, {word_starts.impossible} of "
+            f"the first {word_starts.words} words are not what WordPiece makes "
+            f"with it (e.g. {word_starts.example}): the data were built with "
+            "another vocabulary that puts the special tokens at the same ids; "
+            "pass theirs with --vocab"
+        )
+
+
+class _WordStarts:
+    """Whether records read with a vocabulary look built with it: the share
+    of their words that WordPiece with that vocabulary could not have made.
+
+    A word is a token and the `##` pieces after it. WordPiece splits every
+    punctuation mark off as a word of its own and segments each word by
+    greedy longest match, so with the vocabulary the data were built with no
+    word holds a token of several characters with a punctuation mark in it
+    (`[unused5]`), none starts with `##` after a punctuation mark, and every
+    word's pieces are its greedy segmentation. Read with another vocabulary,
+    every id means an arbitrary token, and many words break one of these.
+    Words next to `[CLS]` or `[SEP]` are not counted: an example's end may cut
+    a sentence mid-word; nor are words with `[UNK]`.
+    """
+
+    # Words read before judging, and the share of them that may break a rule.
+    ENOUGH = 50
+    SHARE = 0.05
+    EXAMPLES_SHOWN = 3
+
+    def __init__(self, vocabulary: Vocabulary):
+        self._vocabulary = vocabulary
+        self._special = {vocabulary.id(token) for token in SPECIAL_TOKENS}
+        self.words = self.impossible = 0
+        self._examples: list[str] = []
+
+    def add(self, ids) -> None:
+        tokens = self._vocabulary.tokens
+        word: list[str] = []
+        after_boundary = True  # after [CLS]/[SEP]: a cut word may start here
+        for token_id in ids:
+            if token_id in self._special:
+                word, after_boundary = [], True  # the word before is not counted
+                continue
+            token = tokens[token_id]
+            if token.startswith("##") and word:
+                word.append(token)
+                continue
+            if word and not after_boundary:
+                self._judge(word)
+            after_boundary = after_boundary and token.startswith("##")
+            word = [token]
+
+    def _judge(self, word: list[str]) -> None:
+        self.words += 1
+        if not self._possible(word):
+            self.impossible += 1
+            if len(self._examples) < self.EXAMPLES_SHOWN:
+                self._examples.append(" ".join(word))
+
+    def _possible(self, word: list[str]) -> bool:
+        first = word[0]
+        if first.startswith("##"):
+            return False  # a continuation after a punctuation mark
+        if len(first) > 1 and any(_is_punctuation(c) for c in first):
+            return False
+        text = first + "".join(piece[2:] for piece in word[1:])
+        return _greedy_pieces(text, self._vocabulary) == word
+
+    @property
+    def example(self) -> str:
+        return ", ".join(repr(e) for e in self._examples)
+
+    def misread(self) -> bool:
+        return self.words >= self.ENOUGH and self.impossible > self.SHARE * self.words
+
+
+def _is_punctuation(character: str) -> bool:
+    """As BERT's tokenizer counts punctuation: Unicode P* and ASCII symbols."""
+    code = ord(character)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(character).startswith("P")
+
+
+def _greedy_pieces(text: str, vocabulary: Vocabulary) -> list[str] | None:
+    """WordPiece's segmentation of one word: the longest token first, `##`
+    pieces after; None if some part matches no token."""
+    pieces, start = [], 0
+    while start < len(text):
+        for end in range(len(text), start, -1):
+            piece = text[start:end] if start == 0 else "##" + text[start:end]
+            if vocabulary.has(piece):
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return None
+    return pieces
 
 
 def find_corrupt_files(files: list[str]) -> list[tuple[str, str, int]]:
@@ -246,9 +350,19 @@ def find_corrupt_files(files: list[str]) -> list[tuple[str, str, int]]:
             for _ in tf.data.TFRecordDataset(path):
                 good += 1
         except tf.errors.OpError as error:
-            reason = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
-            corrupt.append((path, reason, good))
+            corrupt.append((path, _read_error(error), good))
     return corrupt
+
+
+def _read_error(error: tf.errors.OpError) -> str:
+    """What a TFRecord reader's error says, without TensorFlow's fragments:
+    `truncated record at byte 630` (was: "truncated record at 630' failed
+    with Read less bytes than requested"), `corrupted record at byte 0`."""
+    text = error.message.rsplit("}}", 1)[-1].split(" [Op:")[0].strip()
+    match = re.search(r"(truncated|corrupted) record at (\d+)", text)
+    if match is None:
+        return text
+    return f"{match[1]} record at byte {match[2]}"
 
 
 def explain_data_loss(file_pattern: str) -> DataError:
@@ -296,7 +410,7 @@ def describe_data(file_pattern: str):
     if stats is None or "max_seq_length" not in stats:
         raise DataError(
             f"{data_dir} has no {STATS_FILE} with max_seq_length: build the shards "
-            "with pretrain/build_data.py (electra_tf.data.tfrecord_writer)"
+            "with electra-build-data (pretrain/build_data.py)"
         )
     vocabulary = Vocabulary.from_file(os.path.join(data_dir, VOCABULARY_FILE))
     if stats.get("vocabulary_md5") not in (None, vocabulary.md5()):

@@ -150,7 +150,7 @@ def prepare_pretraining_data(
         if not stats.get("eval_examples") and eval_data == os.path.join(
             data_dir, "eval-*"
         ):
-            logger.warning("%s has no held-out examples: evaluation skipped", data_dir)
+            _warn_no_evaluation(data_dir, f"its {STATS_FILE} counts 0 eval_examples")
             eval_data = None
         if stats.get("max_seq_length") != max_seq_length:
             raise ConfigError(
@@ -161,12 +161,25 @@ def prepare_pretraining_data(
             raise ConfigError(
                 f"{data_dir} was built with another vocabulary than {vocabulary.path}"
             )
+    if data and not eval_data:
+        _warn_no_evaluation(data_dir, "no eval-* shards beside the --data files")
     return PretrainingData(
         vocabulary=vocabulary,
         train_data=train_data,
         eval_data=eval_data or "",
         data_dir=data_dir,
         max_seq_length=max_seq_length,
+    )
+
+
+def _warn_no_evaluation(data_dir: str, why: str) -> None:
+    """The one warning of a run that will have no held-out evaluation."""
+    logger.warning(
+        "%s has no held-out data (%s): this run trains and exports without a "
+        "held-out evaluation and writes no eval_results.json; pass --eval-data, "
+        "or rebuild the data from more documents or with a larger --eval-fraction",
+        data_dir,
+        why,
     )
 
 

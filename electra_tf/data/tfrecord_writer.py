@@ -116,8 +116,8 @@ def check_output_dir(output_dir, overwrite: bool = False) -> None:
         shown = ", ".join(existing[:3]) + (", ..." if len(existing) > 3 else "")
         raise BuildError(
             f"output directory {output_dir} is not empty ({shown}); pass "
-            "overwrite=True (--overwrite) to replace the files of a previous build "
-            "(nothing else in it is deleted)"
+            "--overwrite to replace the files of a previous build (nothing else "
+            "in it is deleted), or choose another --output-dir"
         )
 
 
@@ -241,6 +241,9 @@ def build_pretraining_data(
                 totals.documents,
                 eval_fraction,
             )
+        examples = {"train": totals.train_examples, "eval": totals.eval_examples}
+        for split, writer in writers.items():
+            _warn_if_shards_are_empty(split, examples[split], len(writer.final))
         for writer in writers.values():
             writer.commit()
     except BaseException:
@@ -288,6 +291,24 @@ def build_pretraining_data(
     keep = {os.path.basename(path) for w in writers.values() for path in w.final}
     _remove_stale_files(output_dir, keep | {VOCABULARY_FILE, STATS_FILE})
     return stats
+
+
+def _warn_if_shards_are_empty(split: str, examples: int, shards: int) -> None:
+    """Examples are dealt round-robin: fewer of them than shards leave the last
+    shards empty, and a host (or worker) reading only those gets no data."""
+    if examples < shards:
+        flag = "--num-shards" if split == "train" else "--num-eval-shards"
+        logger.warning(
+            "%d %s examples for %d %s shards: the last %d shards are written empty; "
+            "pass %s %d or fewer, or give more text",
+            examples,
+            split,
+            shards,
+            split,
+            shards - examples,
+            flag,
+            examples,
+        )
 
 
 def _check_arguments(

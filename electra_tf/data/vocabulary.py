@@ -74,6 +74,21 @@ model's embedding has 4 rows
         )
 
 
+def _check_one_token_a_line(lines: list[str], path: str) -> None:
+    """Refuses a file that is text, not a vocabulary: WordPiece splits text at
+    whitespace, so no token holds any; a line that does is a sentence (a
+    corpus, a README given as `--vocab`), which the token checks would only
+    report as "an empty token" or a missing `[CLS]`."""
+    for number, line in enumerate(lines, 1):
+        if len(line.split()) > 1:
+            shown = line if len(line) <= 40 else line[:37] + "..."
+            raise VocabularyError(
+                f"{path} is not a vocabulary (one WordPiece token a line): line "
+                f"{number} is text with spaces, {shown!r}; give the vocab.txt "
+                "the data or model were built with"
+            )
+
+
 @dataclasses.dataclass(frozen=True)
 class Vocabulary:
     """A validated WordPiece vocabulary: token `i` has id `i`.
@@ -150,12 +165,17 @@ class Vocabulary:
         tokens = [line.removesuffix("\r") for line in lines]
         if not tokens:
             raise VocabularyError(f"vocabulary file is empty: {path}")
+        _check_one_token_a_line(tokens, path)
         return cls(tuple(tokens), path, lowercase)
 
     @property
     def size(self) -> int:
         """Number of tokens (the models' `vocabulary_size`)."""
         return len(self.tokens)
+
+    def has(self, token: str) -> bool:
+        """Whether `token` is in the vocabulary."""
+        return token in self._index
 
     def id(self, token: str) -> int:
         """The id of `token`; `KeyError` if it is not in the vocabulary."""

@@ -229,7 +229,11 @@ def test_refuses_a_non_empty_directory_and_overwrites_only_its_files(
     out = tmp_path / "out"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    with pytest.raises(BuildError, match="out is not empty .notes.txt.*overwrite"):
+    # The flag to pass, not the library's argument (was: "pass overwrite=True
+    # (--overwrite)").
+    with pytest.raises(
+        BuildError, match=r"out is not empty \(notes.txt\); pass --overwrite to "
+    ):
         build_pretraining_data([CORPUS], vocabulary, out, progress=False)
     build_pretraining_data(
         [CORPUS], vocabulary, out, progress=False, overwrite=True, num_shards=4
@@ -471,6 +475,12 @@ _SENTENCES = "The committee met on Tuesday.\nThe chair moved the vote.\n"
             "word " * 60_000,
             ["--eval-fraction", "0"],
             "corpus.txt, line 1: a line of 300000 characters, read as ONE sentence",
+        ),
+        # More shards than examples: the last shards are empty (was: silent).
+        (
+            "\n".join([_SENTENCES] * 2),
+            ["--num-shards", "8", "--eval-fraction", "0"],
+            "train examples for 8 train shards: the last ",
         ),
         # Longer than the position table of every preset (512 at most).
         (

@@ -69,8 +69,23 @@ SPECIALS = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n"
         ((SPECIALS + "a\nb\na\n").encode(), "token 'a' appears twice .lines 6 and 8"),
         ((SPECIALS + "a\n\nb\n").encode(), "line 7 is an empty token"),
         ((SPECIALS + "caf\xe9\n").encode("latin-1"), r"not UTF-8 .*offset 34\)"),
+        # A corpus given as --vocab: text, not tokens (was: "line 5 is an
+        # empty token", its first blank line).
+        (
+            b"The committee met.\nIt voted.\nThen it rose.\nAll went home.\n\nNext",
+            r"is not a vocabulary \(one WordPiece token a line\): line 1 is text "
+            r"with spaces, 'The committee met.'",
+        ),
     ],
-    ids=["missing-specials", "empty", "blank", "duplicate", "empty-line", "latin-1"],
+    ids=[
+        "missing-specials",
+        "empty",
+        "blank",
+        "duplicate",
+        "empty-line",
+        "latin-1",
+        "plain-text",
+    ],
 )
 def test_bad_vocabularies_name_the_file(tmp_path, content, message):
     path = tmp_path / "vocab.txt"
