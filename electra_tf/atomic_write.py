@@ -55,10 +55,32 @@ def write_text_atomically(
         tf.io.gfile.rename(temporary, path, overwrite=True)
     except BaseException as problem:  # also an interrupt: no temporary left
         _remove_if_present(temporary)
-        if error is not None and isinstance(problem, WRITE_ERRORS):
-            raise error(f"cannot write {path}: {problem}") from problem
-        raise
+        if not isinstance(problem, WRITE_ERRORS):
+            raise
+        # The user named `path`, not the temporary file: the message names it.
+        reason = _reason(problem, temporary, path)
+        if error is not None:
+            raise error(f"cannot write {path}: {reason}") from problem
+        if isinstance(problem, OSError):
+            raise OSError(problem.errno, reason, path) from problem
+        try:  # TensorFlow's error classes take (node_def, op, message)
+            renamed = type(problem)(None, None, f"{path}; {reason}")
+        except TypeError:
+            raise problem from None
+        raise renamed from problem
     return path
+
+
+def _reason(problem: Exception, temporary: str, path: str) -> str:
+    """What the file system said of `temporary`, without its name (the
+    temporary's folder is `path`'s, so the rest of the message holds)."""
+    if isinstance(problem, OSError) and problem.strerror:
+        return problem.strerror
+    text = getattr(problem, "message", None) or str(problem)
+    for name in (temporary, os.path.basename(temporary)):
+        text = text.replace(name + "; ", "").replace(name + ": ", "")
+        text = text.replace(name, os.path.basename(path))
+    return text.strip()
 
 
 def _remove_if_present(path: str) -> None:

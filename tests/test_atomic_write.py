@@ -74,3 +74,21 @@ def test_a_folder_that_is_a_file_is_the_callers_error(tmp_path):
     with pytest.raises(_WriteError, match="cannot write .*afile/x"):
         write_text_atomically(tmp_path / "afile" / "x", "text", _WriteError)
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+@pytest.mark.parametrize("error", [None, _WriteError])
+def test_an_error_names_the_target_not_the_temporary_file(tmp_path, error):
+    """The user named `path`; the file system failed on the hidden temporary
+    beside it (was: `cannot write .../no/x: .../no/.tmp-123-x; No such file
+    or directory`)."""
+    path = tmp_path / "no" / "x.tsv"
+    with pytest.raises(Exception) as raised:
+        write_text_atomically(path, "text", error, create_folder=False)
+    message = str(raised.value)
+    assert ".tmp-" not in message, message
+    assert str(path) in message
+    if error is None:
+        assert isinstance(raised.value, (OSError, tf.errors.OpError))
+    else:
+        assert isinstance(raised.value, _WriteError)
+        assert message.startswith(f"cannot write {path}: ")
