@@ -37,6 +37,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
+import tensorflow as tf
 
 from electra_tf.atomic_write import write_text_atomically
 from electra_tf.errors import FinetuningDataError
@@ -68,6 +69,10 @@ class DataFileError(FinetuningDataError):
 
 def file_format(path: str) -> str:
     """ "csv", "tsv" or "jsonl", from the file name."""
+    if tf.io.gfile.isdir(os.fspath(path)):
+        raise DataFileError(
+            f"{path} is a directory, not a data file; give a .csv, .tsv or .jsonl file"
+        )
     name = os.fspath(path).lower().removesuffix(".gz")
     kinds = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "jsonl"}
     kind = kinds.get(os.path.splitext(name)[1])

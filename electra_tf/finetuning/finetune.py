@@ -14,6 +14,7 @@ import os
 
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.glue_tasks import GLUE_TASKS, UnknownTaskError, get_task
 from electra_tf.finetuning.question_answering import QuestionAnsweringTask
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
@@ -46,6 +47,16 @@ def task_kind(task: str | None) -> type[FinetuningTask]:
     for kind in TASK_KINDS:
         if name in kind.names:
             return kind
+    if task:
+        try:
+            get_task(task)
+        except UnknownTaskError:
+            others = [name for kind in TASK_KINDS for name in kind.names]
+            raise UnknownTaskError(
+                f"unknown --task {task!r}; choose a GLUE task "
+                f"({', '.join(GLUE_TASKS)}), {', '.join(others)}, or no --task "
+                "for your own classification or regression --train-file"
+            ) from None
     return ClassificationTask
 
 

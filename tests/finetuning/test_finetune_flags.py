@@ -117,6 +117,29 @@ def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
     assert _error(capsys, argv) == message
 
 
+def test_an_unknown_task_lists_every_kind(capsys):
+    """Was: "Unknown GLUE task 'ner'; choose one of cola, ..., ax", naming no
+    other kind."""
+    message = _error(capsys, ["--task", "ner", *GLUE])
+    assert message.startswith("unknown --task 'ner'; choose a GLUE task (cola, sst2")
+    assert message.endswith(
+        "), tagging, squad1, squad2, mrqa, or no --task for your own "
+        "classification or regression --train-file"
+    )
+
+
+def test_a_directory_without_an_extension_as_train_file_says_so(capsys, tmp_path):
+    """Was: "unknown file type; name it .csv, ..."."""
+    (tmp_path / "data").mkdir()
+    path = tmp_path / "data"
+    message = _error(
+        capsys, ["--pretrained", "none", "--train-file", str(path), "--dev-file", "d"]
+    )
+    assert message == (
+        f"{path} is a directory, not a data file; give a .csv, .tsv or .jsonl file"
+    )
+
+
 def _previous_run(directory: pathlib.Path) -> dict[pathlib.Path, bytes]:
     files = {
         directory / "metrics.json": json.dumps({"task": "sst2"}).encode(),
