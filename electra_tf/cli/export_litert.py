@@ -27,6 +27,7 @@ from electra_tf.export.litert import (
     QUANTIZATIONS,
     LiteRTExportError,
     calibration_batches,
+    check_quantization,
     export_litert,
     load_task_model,
     model_tokenizer,
@@ -51,8 +52,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--calibration-file",
-        help="full_int8: UTF-8 text, one example sentence a line (e.g. the "
-        "training file's text column); the first 32 lines calibrate.",
+        help="full_int8: UTF-8 text, one example a line as the model takes it: "
+        "a sentence, or for a model of text pairs (premise and hypothesis) the "
+        "two texts separated by a tab; e.g. the training file's text columns. "
+        "The first 32 lines calibrate.",
     )
     parser.add_argument(
         "--vocab",
@@ -65,6 +68,27 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="With --vocab: the tokenizer keeps case (default: lower-cases).",
     )
     return parser.parse_args(argv)
+
+
+def read_calibration_file(path: str):
+    """The examples of `--calibration-file`, as the model's preprocessor
+    takes them: a list of texts, or for a model of text pairs (tab-separated
+    on each line) a tuple of two lists."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    if not lines:
+        raise LiteRTExportError(f"{path}: no sentences")
+    fields = [line.split("\t") for line in lines]
+    if all(len(row) == 1 for row in fields):
+        return lines
+    for number, row in enumerate(fields, 1):
+        if len(row) != 2:
+            raise LiteRTExportError(
+                f"{path}, line {number}: {len(row)} tab-separated texts; a "
+                "calibration file holds one text a line, or for a model of text "
+                "pairs two, separated by a tab, on every line"
+            )
+    return tuple(map(list, zip(*fields)))
 
 
 @command_line(parse_args)
@@ -80,6 +104,8 @@ def main(args) -> int:
         )
     if tokenizer is None:
         raise LiteRTExportError(f"{args.model} has no tokenizer: pass --vocab")
+    for quantization in quantizations:
+        check_quantization(model, quantization)
     calibration = None
     if "full_int8" in quantizations:
         if not args.calibration_file:
@@ -88,11 +114,9 @@ def main(args) -> int:
             raise LiteRTExportError(
                 f"{args.model} has no preprocessor to tokenize --calibration-file"
             )
-        with open(args.calibration_file, encoding="utf-8") as f:
-            sentences = [line for line in f.read().splitlines() if line.strip()]
-        if not sentences:
-            raise LiteRTExportError(f"{args.calibration_file}: no sentences")
-        calibration = calibration_batches(model.preprocessor, sentences)
+        calibration = calibration_batches(
+            model.preprocessor, read_calibration_file(args.calibration_file)
+        )
     paths = export_litert(
         model, args.output_dir, tokenizer, quantizations, calibration=calibration
     )

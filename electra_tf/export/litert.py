@@ -18,9 +18,11 @@ Quantizations (`QUANTIZATIONS`):
   float and are quantized on the fly inside each matrix product;
 * `full_int8`: int8 weights and int8 activations with ranges measured on a
   calibration set (`calibration`: packed inputs drawn from the training
-  file); ops without an int8 kernel stay float. Wrong for the question
-  answerer (measured on a tiny model: span logits off by ~500): its
-  logits carry a -10000 mask, which swamps an int8 range.
+  file); ops without an int8 kernel stay float. Refused for the question
+  answerer (`check_quantization`): its span logits carry a -1000 mask
+  outside the context, which stretches their int8 range to steps of about 4
+  (measured on a tiny model: span logits off by ~500); its dynamic_int8
+  model keeps float32's spans (BENCHMARKS, LiteRT).
 
 Text goes in as token ids, with the tokenizer shipped beside the model
 (`vocab.txt` and `tokenizer_config.json`, `export_litert`): the caller
@@ -91,6 +93,7 @@ def litert_model(
         )
     if (quantization == "full_int8") != (calibration is not None):
         raise ValueError("a calibration set goes with full_int8, and only with it")
+    check_quantization(model, quantization)
     # Through Keras' export archive, as `model.export(format="litert")`
     # does: a `tf.Module` of our own left the weights as resource variables
     # the interpreter read uninitialised (NaN outputs).
@@ -117,6 +120,19 @@ def litert_model(
             saved_model, signature_keys=[SIGNATURE]
         )
         return _convert(converter, quantization, calibration)
+
+
+def check_quantization(model, quantization: str) -> None:
+    """Raises `LiteRTExportError` for a quantization that would give `model`
+    wrong outputs: `full_int8` of a question answerer (module docstring)."""
+    outputs = model.output if isinstance(model.output, dict) else {}
+    if quantization == "full_int8" and "start_logits" in outputs:
+        raise LiteRTExportError(
+            "full_int8 does not fit a question answerer: its span logits carry "
+            "a -1000 mask outside the context, which stretches their int8 range "
+            "until near spans are one value; use dynamic_int8 (int8 weights, "
+            "float activations), which keeps float32's spans"
+        )
 
 
 def _convert(converter, quantization, calibration) -> bytes:
@@ -195,6 +211,8 @@ def export_litert(
     `tokenizer`: the keras-hub tokenizer the model was trained with. Returns
     the paths by name (`vocab`, `tokenizer_config` and each quantization)."""
     quantizations = list(quantizations)
+    for quantization in quantizations:  # before anything is written
+        check_quantization(model, quantization)
     tf.io.gfile.makedirs(export_dir)
     paths = {
         "vocab": os.path.join(export_dir, "vocab.txt"),

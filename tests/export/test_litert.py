@@ -21,7 +21,14 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter
 
 from electra_tf.cli.export_litert import main as export_litert_main
-from electra_tf.export.litert import SIGNATURE, litert_model
+from electra_tf.cli.export_litert import read_calibration_file
+from electra_tf.export.litert import (
+    SIGNATURE,
+    LiteRTExportError,
+    calibration_batches,
+    export_litert,
+    litert_model,
+)
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.question_answerer import ElectraQuestionAnswerer
@@ -255,3 +262,52 @@ def test_cli_refuses_full_int8_without_calibration(tmp_path, classifier, capsys)
     )
     assert code == 2
     assert "missing.keras: no such model file" in capsys.readouterr().err
+
+
+def test_full_int8_of_a_question_answerer_is_refused_before_anything_is_written(
+    tmp_path,
+):
+    """On main it converted, and its span logits were off by ~500 (the -1000
+    mask outside the context stretches the int8 range); refused with one
+    line, before a file of any quantization is written."""
+    answerer = ElectraQuestionAnswerer(make_encoder(2), head_hidden_dim=16)
+    calibration = [random_batch(batch_size=1, length=20, seed=0, vocabulary_size=2000)]
+    with pytest.raises(LiteRTExportError) as error:
+        litert_model(answerer, "full_int8", calibration=calibration)
+    assert str(error.value).startswith(
+        "full_int8 does not fit a question answerer: its span logits carry a "
+        "-1000 mask outside the context"
+    )
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(VOCAB))
+    with pytest.raises(LiteRTExportError, match="full_int8 does not fit"):
+        export_litert(
+            answerer,
+            str(tmp_path / "out"),
+            tokenizer,
+            ["float32", "full_int8"],
+            calibration=calibration,
+        )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_calibration_file_of_pairs_feeds_a_pair_preprocessor(tmp_path):
+    """On main every line was one text, which a model of text pairs (premise
+    and hypothesis) cannot take as its inputs; two tab-separated texts a line
+    are the pair, packed into both segments."""
+    path = tmp_path / "pairs.txt"
+    path.write_text("a man sleeps\tsomeone rests\nit rains\tthe sun shines\n")
+    pairs = read_calibration_file(str(path))
+    assert pairs == (["a man sleeps", "it rains"], ["someone rests", "the sun shines"])
+    tokenizer = keras_hub.models.ElectraTokenizer(vocabulary=str(VOCAB))
+    preprocessor = ElectraTextClassifierPreprocessor(
+        tokenizer, sequence_length=SEQUENCE_LENGTH
+    )
+    batches = calibration_batches(preprocessor, pairs)
+    assert len(batches) == 2
+    assert batches[0]["segment_ids"].max() == 1  # the second text, segment B
+    (tmp_path / "mixed.txt").write_text("one\ttwo\nthree\n")
+    with pytest.raises(LiteRTExportError) as error:
+        read_calibration_file(str(tmp_path / "mixed.txt"))
+    assert str(error.value).startswith(
+        f"{tmp_path / 'mixed.txt'}, line 2: 1 tab-separated texts; a calibration "
+    )
