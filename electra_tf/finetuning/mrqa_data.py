@@ -58,6 +58,19 @@ TFDS_TRAINING_CONFIGS = (
     "natural_questions",
 )
 
+# Their test split's only configs: out-of-domain data to test on
+# (`--test-file tfds:mrqa/<config>`).
+TFDS_TEST_CONFIGS = (
+    "bio_asq",
+    "drop",
+    "duo_rc",
+    "race",
+    "relation_extraction",
+    "textbook_qa",
+)
+# `--test-file tfds:mrqa/<config>`: a tensorflow-datasets split, not a file.
+TFDS_PREFIX = "tfds:"
+
 
 class MrqaDataError(FinetuningDataError):
     """MRQA data is missing or malformed."""
@@ -313,18 +326,33 @@ def examples_from_tfds(
 def load_tfds_mrqa(
     config: str, split: str, data_dir: str | None = None
 ) -> list[SquadExample]:
-    """`split` ("train" or "dev") of tensorflow-datasets' `mrqa/<config>`.
+    """`split` ("train", "dev" or "test") of tensorflow-datasets' `mrqa/<config>`.
 
     tfds downloads and prepares it on first use (into `data_dir`, or its
     default `~/tensorflow_datasets`). Only the configs with a training split
-    (`TFDS_TRAINING_CONFIGS`) can be fine-tuned on.
+    (`TFDS_TRAINING_CONFIGS`) can be fine-tuned on; "test" is any config's
+    held-out split: the test split of `TFDS_TEST_CONFIGS`, the validation
+    split of the others.
     """
+    name = f"mrqa/{config}"
+    if split == "test":
+        if config not in TFDS_TRAINING_CONFIGS + TFDS_TEST_CONFIGS:
+            raise MrqaDataError(
+                f"{name} is not a tensorflow-datasets MRQA dataset; those are: "
+                f"{', '.join(TFDS_TRAINING_CONFIGS + TFDS_TEST_CONFIGS)}"
+            )
+        tfds_split = "test" if config in TFDS_TEST_CONFIGS else "validation"
+        records, _ = load_tfds(name, tfds_split, data_dir, MrqaDataError)
+        return examples_from_tfds(
+            records, training=False, source=f"tfds {name}:{tfds_split}"
+        )
     if config not in TFDS_TRAINING_CONFIGS:
         raise MrqaDataError(
-            f"mrqa/{config} is not a tensorflow-datasets MRQA dataset with a "
-            f"training split; those are: {', '.join(TFDS_TRAINING_CONFIGS)}"
+            f"{name} is not a tensorflow-datasets MRQA dataset with a "
+            f"training split; those are: {', '.join(TFDS_TRAINING_CONFIGS)}; "
+            f"the test-only ones ({', '.join(TFDS_TEST_CONFIGS)}) are read as "
+            f"--test-file tfds:mrqa/<config>"
         )
-    name = f"mrqa/{config}"
     tfds_split = {"train": "train", "dev": "validation"}.get(split, split)
     records, _ = load_tfds(name, tfds_split, data_dir, MrqaDataError)
     return examples_from_tfds(

@@ -34,6 +34,7 @@ from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.export.question_answerer import export_question_answerer
 from electra_tf.finetuning import squad_metrics
 from electra_tf.finetuning.mrqa_data import (
+    TFDS_PREFIX,
     TFDS_TRAINING_CONFIGS,
     MrqaDataError,
     load_tfds_mrqa,
@@ -103,6 +104,9 @@ class SquadData:
     train: list[SquadExample]
     dev: list[SquadExample]
     name: str = ""
+    # MRQA's `--test-file`: questions answered and scored once, by the best
+    # seed's model.
+    test: list[SquadExample] = dataclasses.field(default_factory=list)
 
     @property
     def trained_on(self) -> list[SquadExample]:
@@ -205,6 +209,13 @@ class QuestionAnsweringTask(FinetuningTask):
         outputs["predictions"] = write_predictions_json(
             os.path.join(output_dir, "predictions.json"), spans
         )
+        if self.data.test:
+            outputs["test"], test_spans, _ = evaluate_answers(
+                model, self.data.test, 1, self.config.eval_batch_size
+            )
+            outputs["test_predictions"] = write_predictions_json(
+                os.path.join(output_dir, "test_predictions.json"), test_spans
+            )
         outputs["saved_model"] = export_question_answerer(
             model, os.path.join(output_dir, "saved_model"), na_threshold=threshold
         )
@@ -230,10 +241,34 @@ def load_mrqa_data(flags: FinetuningFlags) -> tuple[SquadData, dict]:
     task = flags.task.lower()
     refuse_flags(
         flags,
-        (*CLASSIFICATION_FLAGS, "test_file", "data_dir"),
+        (*CLASSIFICATION_FLAGS, "data_dir"),
         f"--task {flags.task}, which reads --train-file and --dev-file (or "
         "--task mrqa/<config> --tfds)",
     )
+    data, info = _mrqa_train_and_dev(flags, task)
+    if flags.test_file:
+        data.test = read_mrqa_test(flags.test_file)
+        info["test_data"] = flags.test_file
+    return data, info
+
+
+def read_mrqa_test(source: str) -> list[SquadExample]:
+    """`--test-file` of `--task mrqa`: an MRQA file, or `tfds:mrqa/<config>`
+    (any config: the test split of those that have only one, the validation
+    split of the others)."""
+    if not source.startswith(TFDS_PREFIX):
+        return read_mrqa_file(source, training=False)
+    name = source.removeprefix(TFDS_PREFIX)
+    dataset, _, config = name.partition("/")
+    if dataset != "mrqa" or not config:
+        raise MrqaDataError(
+            f"--test-file {source}: tensorflow-datasets test files of --task mrqa "
+            "are tfds:mrqa/<config>, e.g. tfds:mrqa/bio_asq"
+        )
+    return load_tfds_mrqa(config, "test")
+
+
+def _mrqa_train_and_dev(flags: FinetuningFlags, task: str) -> tuple[SquadData, dict]:
     configs = ", ".join(f"mrqa/{c}" for c in TFDS_TRAINING_CONFIGS)
     if task != MRQA_TASK:
         config = task.split("/", 1)[1]

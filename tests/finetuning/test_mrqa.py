@@ -340,6 +340,21 @@ def test_the_command_line_answers_bad_mrqa_flags_in_one_line(argv, message, caps
     assert error.startswith("error: ") and message in error
 
 
+def test_a_test_file_is_read_with_train_and_dev():
+    """`--task mrqa --test-file` (on main: `--test-file does not apply to
+    --task mrqa`); answered and scored once by the best seed's model
+    (`test_the_documented_mrqa_command_runs_as_written`)."""
+    from electra_tf.finetuning.question_answering import load_mrqa_data
+    from electra_tf.finetuning.settings import FinetuningFlags
+
+    flags = FinetuningFlags(
+        task="mrqa", train_file=TRAIN, dev_file=DEV, test_file=DEV, pretrained="none"
+    )
+    data, info = load_mrqa_data(flags)
+    assert len(data.test) == 18 and len(data.dev) == 18 and len(data.train) == 32
+    assert info["test_data"] == DEV
+
+
 @pytest.mark.slow
 def test_the_documented_mrqa_command_runs_as_written(tmp_path, monkeypatch, dev):
     """The docs' fixture command, run from a directory holding the
@@ -367,3 +382,12 @@ def test_the_documented_mrqa_command_runs_as_written(tmp_path, monkeypatch, dev)
     # The written predictions give the recorded score, officially computed.
     assert _official(golds(dev), predictions)["f1"] == pytest.approx(dev_results["f1"])
     assert (out / "saved_model" / "saved_model.pb").exists()
+    # With --test-file: scored once by the MRQA metric, its predictions written.
+    assert main([*argv[1:], "--test-file", DEV, "--overwrite"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    test_predictions = json.loads((out / "test_predictions.json").read_text())
+    assert metrics["test_predictions"].endswith("mrqa/test_predictions.json")
+    assert set(test_predictions) == {e.qid for e in dev}
+    assert _official(golds(dev), test_predictions)["f1"] == pytest.approx(
+        metrics["test"]["f1"]
+    )

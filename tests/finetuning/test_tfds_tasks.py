@@ -15,7 +15,12 @@ import tensorflow_datasets as tfds
 
 from electra_tf.finetuning.glue_readers import load_tfds_split
 from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.mrqa_data import MrqaDataError, load_tfds_mrqa
+from electra_tf.finetuning.mrqa_data import (
+    TFDS_TEST_CONFIGS,
+    MrqaDataError,
+    load_tfds_mrqa,
+)
+from electra_tf.finetuning.question_answering import read_mrqa_test
 from electra_tf.finetuning.squad_data import load_tfds_squad
 from electra_tf.finetuning.tagging import load_tfds_tagging_data
 from electra_tf.finetuning.tagging_data import TaggingDataError, load_tfds_tagging
@@ -162,3 +167,39 @@ def test_mrqa_from_random_mock_tfds_is_refused_in_one_line():
     assert "\n" not in message and "record 0, question" in message
     with pytest.raises(MrqaDataError, match="those are: squad, news_qa"):
         load_tfds_mrqa("drop", "train")
+
+
+@pytest.mark.parametrize("config", [*TFDS_TEST_CONFIGS, "news_qa"])
+def test_mrqa_test_only_configs_are_read_as_a_test_file(
+    consistent_tfds, monkeypatch, config
+):
+    """`--test-file tfds:mrqa/<config>` (on main: unreachable; the test-only
+    configs were refused as having no training split): a test-only config's
+    test split, a training config's validation split, read unlabelled for
+    training purposes (every answer kept as a gold)."""
+    import electra_tf.finetuning.mrqa_data as mrqa_data
+
+    splits = []
+    load_tfds = mrqa_data.load_tfds
+
+    def recording(name, split, *args):
+        splits.append((name, split))
+        return load_tfds(name, split, *args)
+
+    monkeypatch.setattr(mrqa_data, "load_tfds", recording)
+    examples = read_mrqa_test(f"tfds:mrqa/{config}")
+    assert [e.qid for e in examples] == ["m0", "m1"]
+    assert examples[0].answer_texts == ["normans", "The Normans"]
+    expected = "validation" if config == "news_qa" else "test"
+    assert splits == [(f"mrqa/{config}", expected)]
+
+
+def test_a_tfds_test_file_that_is_not_mrqa_is_one_line():
+    with pytest.raises(MrqaDataError) as error:
+        read_mrqa_test("tfds:squad/v1.1")
+    assert str(error.value) == (
+        "--test-file tfds:squad/v1.1: tensorflow-datasets test files of --task "
+        "mrqa are tfds:mrqa/<config>, e.g. tfds:mrqa/bio_asq"
+    )
+    with pytest.raises(MrqaDataError, match="mrqa/nope is not a tensorflow-datasets"):
+        read_mrqa_test("tfds:mrqa/nope")
