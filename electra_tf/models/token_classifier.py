@@ -126,7 +126,8 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
         (`trim_padding`; to one of a few lengths under XLA), with their
         labels and weights. Under XLA the windows are also padded to one of
         a few counts (`pad_rows`, with weight 0), as each shape compiles."""
-        sentences = _sentences(x)
+        # Packed ids without a preprocessor (a dict) are windows already.
+        sentences = _sentences(x) if self.preprocessor is not None else None
         x, y, sample_weight = keras.utils.unpack_x_y_sample_weight(
             super().preprocess_samples(x, y, sample_weight)
         )
