@@ -14,8 +14,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import pathlib
 
 from scripts.tiny_run import tiny_hparams, tiny_run_flags
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
 
 # The shared tiny run (`scripts/tiny_run.py`), 10 steps, on the built-in
 # demo corpus; `RUN_FLAGS` without --hparams, for cases that give their own.
@@ -114,6 +117,28 @@ def _sentences(tmp):
     (tmp / "in.txt").write_text(SENTENCES, encoding="utf-8")
 
 
+def _same_special_ids_vocab(tmp):
+    """BERT's tokens with the special tokens at the demo vocabulary's ids
+    (0-4, as every vocabulary our learner writes), and the run's shards
+    without their stats.json."""
+    _shards_without_stats(tmp)
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    bert = (REPO / "electra_tf" / "assets" / "vocab.txt").read_text().split("\n")
+    tokens = specials + [t for t in bert if t and t not in specials]
+    (tmp / "other_vocab.txt").write_text("".join(t + "\n" for t in tokens))
+
+
+def _without_eval_shards(tmp):
+    for path in (tmp / "run" / "data").glob("eval-*"):
+        path.unlink()
+
+
+def _truncated_shard(tmp):
+    shard = sorted((tmp / "run" / "data").glob("train-*"))[0]
+    data = shard.read_bytes()
+    shard.write_bytes(data[: len(data) // 2])
+
+
 def _config_unchanged(tmp):
     config = json.loads((tmp / "run" / "config.json").read_text())
     if config["pretraining"]["mask_prob"] != 0.15:
@@ -176,7 +201,8 @@ def cases(Case) -> list:
              "error", "readonly", "read-only output directory (OS error)",
              setup=_read_only_dir(), unprivileged=True),
         Case("build-output-not-empty", build, [*corpus, *out, *small],
-             "error", "out", "output directory not empty",
+             "error", "out is not empty .*; pass --overwrite to replace",
+             "output directory not empty",
              setup=_both(_text, _directory("out"))),
         Case("build-no-held-out", build,
              ["--input", "{tmp}/corpus.txt", *out, *small],
@@ -193,6 +219,15 @@ def cases(Case) -> list:
                                          "--max-seq-length", "100000"],
              "warning", "longer than any preset's position table",
              "sequence length no preset reads", setup=lambda t: _text(t, documents=2)),
+        Case("build-more-shards-than-examples", build,
+             [*corpus, *out, *small, "--num-shards", "8", "--eval-fraction", "0"],
+             "warning", "train examples for 8 train shards: the last",
+             "more shards than examples: empty shards",
+             setup=lambda tmp: _text(tmp, documents=2)),
+        Case("build-vocab-is-text", build,
+             [*corpus, *out, "--vocab", "{tmp}/corpus.txt"],
+             "error", "corpus.txt is not a vocabulary", "a corpus given as --vocab",
+             setup=_text),
         Case("build-seq-4", build, [*corpus, *out, *small, "--max-seq-length", "4"],
              "error", "max_seq_length", "sequence length too short", setup=_text),
         Case("build-shards-0", build, [*corpus, *out, *small, "--num-shards", "0"],
@@ -248,6 +283,23 @@ def cases(Case) -> list:
               "--vocab", "{vocab}", *RUN_FLAGS, *hp],
              "error", "another vocabulary", "shards without stats.json, other vocab",
              copy_run=True, setup=_shards_without_stats),
+        Case("pretrain-shards-same-special-ids", pre,
+             ["--model-dir", "{tmp}/m", "--data", "{tmp}/shards/train-*",
+              "--vocab", "{tmp}/other_vocab.txt", *RUN_FLAGS, *hp],
+             "error", "another vocabulary that puts the special tokens at the same",
+             "shards of another vocabulary whose special ids agree",
+             copy_run=True, setup=_same_special_ids_vocab),
+        Case("pretrain-data-without-eval", pre,
+             ["--model-dir", "{tmp}/m", "--data", "{run}/data/train-*",
+              *RUN_FLAGS, *hp],
+             "warning", "has no held-out data .*writes no eval_results.json",
+             "data without held-out shards: no evaluation",
+             copy_run=True, setup=_without_eval_shards),
+        Case("pretrain-truncated-shard", pre,
+             ["--model-dir", "{tmp}/m", "--data", "{run}/data/train-*",
+              *RUN_FLAGS, *hp],
+             "error", r"train-\S+: truncated record at byte \d+[.;]",
+             "a truncated shard", copy_run=True, setup=_truncated_shard),
         Case("pretrain-corpus-latin1", pre,
              ["--model-dir", "{tmp}/m", "--corpus", "{tmp}/l.txt", *RUN_FLAGS],
              "error", "l.txt is not UTF-8", "non-UTF-8 --corpus",
@@ -390,6 +442,12 @@ def cases(Case) -> list:
               "{tmp}/readonly/o.tsv"],
              "error", "readonly", "read-only output (OS error)",
              setup=_both(_read_only_dir(), _sentences), unprivileged=True),
+        Case("score-output-folder-missing", score,
+             ["--model-dir", "{run}", "--input", "{tmp}/in.txt", "--output",
+              "{tmp}/no/o.tsv"],
+             "error", r"cannot write \S+/no/o\.tsv: (?!.*\.tmp-)",
+             "output in a missing folder (names it, not a temporary file)",
+             setup=_sentences),
         Case("score-batch-0", score,
              ["--model-dir", "{run}", "--input", "{tmp}/in.txt", "--output",
               "{tmp}/o.tsv", "--batch-size", "0"],
@@ -413,6 +471,14 @@ def cases(Case) -> list:
               "--pretrained", "none", "--output-dir", "{tmp}/out"],
              "error", "train.csv", "directory named *.csv (OS error)",
              setup=lambda tmp: (tmp / "train.csv").mkdir()),
+        Case("finetune-train-file-is-dir", tune,
+             ["--train-file", "{tmp}/data", "--dev-file", "{tmp}/data",
+              "--pretrained", "none", "--output-dir", "{tmp}/out"],
+             "error", "data is a directory", "a directory without an extension",
+             setup=_directory("data")),
+        Case("finetune-unknown-task", tune,
+             ["--task", "ner", "--pretrained", "none", "--output-dir", "{tmp}/out"],
+             "error", "'ner'.*tagging, squad1, squad2, mrqa", "unknown --task"),
         Case("finetune-train-file-unreadable", tune,
              ["--train-file", "{tmp}/train.csv", "--dev-file", "{tmp}/train.csv",
               "--pretrained", "none", "--output-dir", "{tmp}/out"],
