@@ -22,7 +22,9 @@ The folders hold the rest: `models/`, `pretraining/`, `finetuning/`, `data/`,
 `export/`, `conversion/`, `optimization/`, `scoring/`.
 """
 
+import importlib
 import os
+import sys
 
 # TensorFlow's best-fit pool (BFC, its GPU allocator) for CPU tensors instead
 # of malloc per tensor. With malloc, a step's large buffers are mapped and
@@ -35,46 +37,31 @@ import os
 # what it took until the process ends.
 os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
-from electra_tf.config import (
-    FinetuningConfig,
-    ModelConfig,
-    OptimizerConfig,
-    PretrainingConfig,
-    TrainingConfig,
-)
-from electra_tf.conversion.hf import load_hf_pretrainer
-from electra_tf.conversion.tf1 import load_tf1_pretrainer
-from electra_tf.data.preparation import prepare_pretraining_data
-from electra_tf.data.vocabulary import Vocabulary
-from electra_tf.errors import ElectraError
-from electra_tf.export.pretrained import load_generator
-from electra_tf.finetuning.classification import ClassificationTask
-from electra_tf.finetuning.finetune import finetune
-from electra_tf.finetuning.glue_tasks import get_task
-from electra_tf.finetuning.question_answering import QuestionAnsweringTask
-from electra_tf.finetuning.settings import FinetuningFlags
-from electra_tf.finetuning.starting_point import StartingPoint
-from electra_tf.finetuning.tagging import TaggingTask
-from electra_tf.finetuning.trainer import run_finetuning
-from electra_tf.models.all_tokens_mlm import ElectraAllTokensMLM
-from electra_tf.models.discriminator import ElectraDiscriminator
-from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.generator import ElectraGenerator
-from electra_tf.models.keras_hub_preset import load_keras_hub_preset
-from electra_tf.models.question_answerer import ElectraQuestionAnswerer
-from electra_tf.models.question_answerer_preprocessor import (
-    ElectraQuestionAnswererPreprocessor,
-)
-from electra_tf.models.text_classifier import ElectraTextClassifier
-from electra_tf.models.text_classifier_preprocessor import (
-    ElectraTextClassifierPreprocessor,
-)
-from electra_tf.presets import get_preset
-from electra_tf.pretraining.checkpoint import load_pretraining_checkpoint
-from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from electra_tf.pretraining.run import pretrain, run_pretraining
-from electra_tf.pretraining.settings import PretrainingFlags, resolve_configs
-from electra_tf.scoring.sentence_scorer import SentenceScorer
+# The command lines (`electra_tf.cli`) answer `--help` and a bad flag without
+# TensorFlow (which takes 10-20 s to import on a busy 2-core machine): while
+# this package is imported only as the parent of one of them, the public API
+# is not imported here but on first use (PEP 562's module `__getattr__`), and
+# the command imports it after parsing its flags. Any other import of the
+# package imports it now, so that `import electra_tf` registers every Keras
+# class of ours as before. Telling the two apart reads the import system's
+# frames (CPython's `importlib._bootstrap`, stable since 3.3); where they
+# cannot be read, the package is imported whole: slower, never wrong.
+
+
+def _imported_for_a_command_line() -> bool:
+    """Whether the module being imported, of which this package is a parent,
+    is one of the command lines (`electra_tf.cli` or a module under it)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name in ("_find_and_load", "_get_module_details"):
+            name = frame.f_locals.get("name", frame.f_locals.get("mod_name"))
+            if isinstance(name, str) and (
+                name == "electra_tf.cli" or name.startswith("electra_tf.cli.")
+            ):
+                return True
+        frame = frame.f_back
+    return False
+
 
 __all__ = [
     "ClassificationTask",
@@ -114,3 +101,17 @@ __all__ = [
     "run_finetuning",
     "run_pretraining",
 ]
+
+
+def __getattr__(name: str):
+    """The public API's `name`, importing it on first use (after a command
+    line's import: see above). Other names are not ours to answer: a
+    submodule (`from electra_tf import config`) is then imported as usual."""
+    if name not in __all__:
+        raise AttributeError(f"module 'electra_tf' has no attribute {name!r}")
+    return getattr(importlib.import_module("electra_tf.api"), name)
+
+
+if not _imported_for_a_command_line():
+    _api = importlib.import_module("electra_tf.api")
+    globals().update((name, getattr(_api, name)) for name in __all__)

@@ -412,6 +412,8 @@ class OptimizerConfig(Config):
 
 STRATEGIES = ("default", "mirrored", "multi_worker", "tpu")
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# LiteRT exports (`electra_tf.export.litert`).
+QUANTIZATIONS = ("float32", "dynamic_int8", "full_int8")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -174,6 +174,15 @@ RECIPES: dict[str, FinetuningConfig] = {
     "large": FinetuningConfig(learning_rate=5e-5, layerwise_decay=0.9),
 }
 
+# The tagging demo's recipe (`finetune/demo.py`) where tagging's differs,
+# picked on dev with seed 1 (BENCHMARKS.md section 21).
+DEMO_RECIPE = {"learning_rate": 3e-3, "epochs": 2, "max_seq_length": 64}
+
+# The vocabulary size the demo asks `learn_vocabulary` for when it learns one
+# from the demo corpus (which supports 4,691 tokens; `data.vocabulary`'s
+# DEMO_VOCABULARY, shipped).
+DEMO_VOCABULARY_REQUEST = 8192
+
 
 def recipe_for_width(hidden_dim: int) -> tuple[str, FinetuningConfig]:
     """The recipe of the paper size closest to an encoder of width `hidden_dim`.

@@ -151,6 +151,8 @@ LAYERS = (
     ("export",),
     ("pretraining", "finetuning"),
     ("conversion",),
+    # The public API (`import electra_tf`) imports from every package above.
+    ("api",),
     ("cli",),
 )
 

@@ -2,7 +2,13 @@
 flags and calls one library function; `command_line` prints an `ElectraError` in
 one line (exit status 2) instead of a traceback. A command's flags dataclass
 (`FinetuningFlags`, `PretrainingFlags`) holds each flag's default, once: the
-parsers set none of their own (`flags_from`)."""
+parsers set none of their own (`flags_from`).
+
+A command imports nothing that imports TensorFlow until its flags have parsed:
+`--help` and a bad flag answer at once (`electra_tf/__init__.py` leaves the
+public API out while a command line is imported). Then `load_library`
+imports TensorFlow and the library, hiding TensorFlow's start-up lines unless
+`ELECTRA_TF_VERBOSE=1`."""
 
 import argparse
 import gc
@@ -10,6 +16,7 @@ import logging
 import re
 import sys
 
+from electra_tf.cli.start import load_library  # noqa: F401  (the commands')
 from electra_tf.errors import ElectraError
 
 

@@ -27,8 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from electra_tf.cli import command_line
-from electra_tf.data.preparation import build_corpus_data
+from electra_tf.cli import command_line, load_library
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -91,7 +90,8 @@ def main(args) -> int:
     options["num_processes"] = options.pop("processes")
     for name in ("lowercase", "strip_accents", "progress"):
         options[name] = not options.pop(f"no_{name}")
-    stats = build_corpus_data(**options)
+    preparation = load_library("electra_tf.data.preparation")
+    stats = preparation.build_corpus_data(**options)
     print(
         f"{stats['train_examples']:,} train and {stats['eval_examples']:,} eval "
         f"examples of length {stats['max_seq_length']} from "

@@ -23,8 +23,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from electra_tf.cli import command_line
-from electra_tf.conversion.convert import convert
+from electra_tf.cli import command_line, load_library
 
 # The flags that are not a conversion's source (see `convert`).
 _COMMON = ("command", "output", "overwrite", "vocab", "no_lowercase")
@@ -98,7 +97,7 @@ def parse_args(argv=None):
 @command_line(parse_args)
 def main(args) -> int:
     options = vars(args)
-    paths, flags = convert(
+    paths, flags = load_library("electra_tf.conversion.convert").convert(
         args.command,
         args.output,
         overwrite=args.overwrite,

@@ -20,18 +20,8 @@ import argparse
 import os
 import sys
 
-import keras_hub
-
-from electra_tf.cli import command_line
-from electra_tf.export.litert import (
-    QUANTIZATIONS,
-    LiteRTExportError,
-    calibration_batches,
-    check_quantization,
-    export_litert,
-    load_task_model,
-    model_tokenizer,
-)
+from electra_tf.cli import command_line, load_library
+from electra_tf.config import QUANTIZATIONS
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -74,6 +64,8 @@ def read_calibration_file(path: str):
     """The examples of `--calibration-file`, as the model's preprocessor
     takes them: a list of texts, or for a model of text pairs (tab-separated
     on each line) a tuple of two lists."""
+    from electra_tf.export.litert import LiteRTExportError
+
     with open(path, encoding="utf-8") as f:
         lines = [line for line in f.read().splitlines() if line.strip()]
     if not lines:
@@ -93,31 +85,32 @@ def read_calibration_file(path: str):
 
 @command_line(parse_args)
 def main(args) -> int:
+    litert = load_library("electra_tf.export.litert")
     quantizations = args.quantization or ["float32", "dynamic_int8"]
-    model = load_task_model(args.model)
-    tokenizer = model_tokenizer(model)
+    model = litert.load_task_model(args.model)
+    tokenizer = litert.model_tokenizer(model)
     if args.vocab:
         if not os.path.isfile(args.vocab):
-            raise LiteRTExportError(f"--vocab {args.vocab}: no such file")
-        tokenizer = keras_hub.models.ElectraTokenizer(
+            raise litert.LiteRTExportError(f"--vocab {args.vocab}: no such file")
+        tokenizer = load_library("keras_hub").models.ElectraTokenizer(
             vocabulary=args.vocab, lowercase=not args.no_lowercase
         )
     if tokenizer is None:
-        raise LiteRTExportError(f"{args.model} has no tokenizer: pass --vocab")
+        raise litert.LiteRTExportError(f"{args.model} has no tokenizer: pass --vocab")
     for quantization in quantizations:
-        check_quantization(model, quantization)
+        litert.check_quantization(model, quantization)
     calibration = None
     if "full_int8" in quantizations:
         if not args.calibration_file:
-            raise LiteRTExportError("full_int8 needs --calibration-file")
+            raise litert.LiteRTExportError("full_int8 needs --calibration-file")
         if getattr(model, "preprocessor", None) is None:
-            raise LiteRTExportError(
+            raise litert.LiteRTExportError(
                 f"{args.model} has no preprocessor to tokenize --calibration-file"
             )
-        calibration = calibration_batches(
+        calibration = litert.calibration_batches(
             model.preprocessor, read_calibration_file(args.calibration_file)
         )
-    paths = export_litert(
+    paths = litert.export_litert(
         model, args.output_dir, tokenizer, quantizations, calibration=calibration
     )
     for name, path in paths.items():

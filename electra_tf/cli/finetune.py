@@ -25,8 +25,7 @@ import json
 import logging
 import sys
 
-from electra_tf.cli import command_line, flags_from
-from electra_tf.finetuning.finetune import finetune
+from electra_tf.cli import command_line, flags_from, load_library
 from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.precision import PRECISION_CHOICES
 from electra_tf.presets import RECIPES
@@ -111,6 +110,7 @@ def parse_args(argv=None):
 
 @command_line(parse_args)
 def main(args) -> int:
+    finetune = load_library("electra_tf.finetuning.finetune").finetune
     output_dir, summary = finetune(flags_from(FinetuningFlags, args))
     median = summary["median"]
     logging.info(

@@ -19,15 +19,10 @@ import logging
 import shlex
 import sys
 
-from electra_tf.cli import command_line, flags_from
+from electra_tf.cli import command_line, flags_from, load_library
 from electra_tf.config import FinetuningConfig
-from electra_tf.finetuning.pretraining_gain import (
-    DEMO_RECIPE,
-    format_comparison,
-    run_tagging_demo,
-)
 from electra_tf.finetuning.settings import FinetuningFlags
-from electra_tf.presets import RECIPES
+from electra_tf.presets import DEMO_RECIPE, RECIPES
 
 
 def parse_args(argv=None):
@@ -62,8 +57,9 @@ def parse_args(argv=None):
 @command_line(parse_args)
 def main(args) -> int:
     flags = flags_from(FinetuningFlags, args)
-    path, result = run_tagging_demo(flags, command=shlex.join(sys.argv))
-    print(format_comparison(result))
+    gain = load_library("electra_tf.finetuning.pretraining_gain")
+    path, result = gain.run_tagging_demo(flags, command=shlex.join(sys.argv))
+    print(gain.format_comparison(result))
     logging.info("Written to %s", path)
     return 0
 

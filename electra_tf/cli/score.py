@@ -23,9 +23,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from electra_tf.cli import command_line
+from electra_tf.cli import command_line, load_library
 from electra_tf.config import TrainingConfig
-from electra_tf.scoring.sentence_file import score_file
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -61,6 +60,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 @command_line(parse_args)
 def main(args) -> int:
+    score_file = load_library("electra_tf.scoring.sentence_file").score_file
     count = score_file(args.model_dir, args.input, args.output, args.batch_size)
     print(f"scored {count} sentences: {args.output}")
     return 0

@@ -34,10 +34,10 @@ from electra_tf.data.tfrecord_writer import (
 from electra_tf.data.vocabulary import (
     BUNDLED_VOCABULARY,
     DEMO_VOCABULARY,
-    DEMO_VOCABULARY_REQUEST,
     Vocabulary,
     learn_vocabulary,
 )
+from electra_tf.presets import DEMO_VOCABULARY_REQUEST
 
 logger = logging.getLogger(__name__)
 

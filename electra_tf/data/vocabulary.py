@@ -37,11 +37,10 @@ BUNDLED_VOCABULARY = os.path.join(
 )
 
 # The 4,691 tokens `learn_vocabulary` learns from the demo corpus when asked for
-# DEMO_VOCABULARY_REQUEST (the corpus supports no more), lower-cased and
+# `presets.DEMO_VOCABULARY_REQUEST` (the corpus supports no more), lower-cased and
 # accents stripped, shipped so that README command 1 does not spend a minute
 # of its ten relearning them; a slow test relearns them.
 DEMO_VOCABULARY = os.path.join(os.path.dirname(BUNDLED_VOCABULARY), "demo_vocab.txt")
-DEMO_VOCABULARY_REQUEST = 8192
 
 # Sentences per batch fed to keras-hub's vocabulary learner.
 _LEARN_BATCH = 1024

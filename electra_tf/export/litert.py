@@ -46,11 +46,11 @@ from collections.abc import Iterable
 import keras
 import tensorflow as tf
 
+from electra_tf.config import QUANTIZATIONS
 from electra_tf.errors import ElectraError
 from electra_tf.export.float32 import float32_model
 
 ENCODER_INPUTS = ("token_ids", "segment_ids", "padding_mask")
-QUANTIZATIONS = ("float32", "dynamic_int8", "full_int8")
 SIGNATURE = "predict_token_ids"
 
 

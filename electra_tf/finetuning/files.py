@@ -14,6 +14,7 @@ import csv
 import gzip
 import io
 import json
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -21,7 +22,10 @@ from collections.abc import Sequence
 import tensorflow as tf
 
 from electra_tf.atomic_write import write_text_atomically
+from electra_tf.config import ConfigError
 from electra_tf.network import NetworkUnreachableError, check_reachable
+
+logger = logging.getLogger(__name__)
 
 
 def shorten(value, limit: int = 80) -> str:
@@ -276,3 +280,21 @@ def write_json(path: str, values) -> str:
     return write_text_atomically(
         path, json.dumps(values, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     )
+
+
+def check_output_dir(output_dir: str, overwrite: bool) -> None:
+    """Refuses an `output_dir` holding a previous run (its `metrics.json`)
+    unless `overwrite`; then that run's TensorBoard logs are deleted, so
+    that the new run's events are not mixed with them (its other files are
+    overwritten as the run writes its own)."""
+    if not tf.io.gfile.exists(os.path.join(output_dir, "metrics.json")):
+        return
+    if not overwrite:
+        raise ConfigError(
+            f"--output-dir {output_dir} holds a previous run (metrics.json); pass "
+            "--overwrite to replace it, or choose another directory"
+        )
+    logs = os.path.join(output_dir, "logs")
+    if tf.io.gfile.exists(logs):
+        tf.io.gfile.rmtree(logs)
+    logger.info("--overwrite: replacing the previous run in %s", output_dir)

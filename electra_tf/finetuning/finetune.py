@@ -14,11 +14,11 @@ import os
 
 from electra_tf.distribution import resolve_jit_compile
 from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.files import check_output_dir
 from electra_tf.finetuning.glue_tasks import GLUE_TASKS, UnknownTaskError, get_task
 from electra_tf.finetuning.question_answering import QuestionAnsweringTask
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
-    check_output_dir,
     parse_seeds,
     resolve_finetuning_config,
 )

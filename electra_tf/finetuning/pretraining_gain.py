@@ -34,6 +34,7 @@ from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
 from electra_tf.finetuning.tagging_data import check_tags, read_conll
 from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.finetuning.trainer import finetune_seed
+from electra_tf.presets import DEMO_RECIPE
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +135,6 @@ def compare_with_no_pretraining(
 # the bundled excerpt's dev split with one seed (BENCHMARKS.md section 21):
 # learning rate 3e-3, 2 epochs, and sequences of 64 pieces, the pre-training's
 # length.
-DEMO_RECIPE = {"learning_rate": 3e-3, "epochs": 2, "max_seq_length": 64}
 # What the demo writes into its output directory.
 RESULT_FILE = "comparison.json"
 

@@ -8,10 +8,7 @@ flags over it and `--hparams` over the flags, and builds the run's config once.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
-
-import tensorflow as tf
 
 from electra_tf.config import ConfigError, FinetuningConfig, parse_hparams
 from electra_tf.presets import recipe_for_width
@@ -23,8 +20,6 @@ _ASSETS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "assets")
 DEMO_DATA = os.path.join(_ASSETS, "tasks", "rt_polarity")
 # The tagging demo: 2,000 training sentences of the Brown POS task, CoNLL layout.
 DEMO_TAGGING = os.path.join(_ASSETS, "tasks", "brown_pos")
-
-logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,24 +107,6 @@ def flag_overrides(flags: FinetuningFlags) -> dict:
     names = ("epochs", "batch_size", "learning_rate", "layerwise_decay")
     values = {name: getattr(flags, name) for name in (*names, "max_seq_length")}
     return {name: value for name, value in values.items() if value is not None}
-
-
-def check_output_dir(output_dir: str, overwrite: bool) -> None:
-    """Refuses an `output_dir` holding a previous run (its `metrics.json`)
-    unless `overwrite`; then that run's TensorBoard logs are deleted, so
-    that the new run's events are not mixed with them (its other files are
-    overwritten as the run writes its own)."""
-    if not tf.io.gfile.exists(os.path.join(output_dir, "metrics.json")):
-        return
-    if not overwrite:
-        raise ConfigError(
-            f"--output-dir {output_dir} holds a previous run (metrics.json); pass "
-            "--overwrite to replace it, or choose another directory"
-        )
-    logs = os.path.join(output_dir, "logs")
-    if tf.io.gfile.exists(logs):
-        tf.io.gfile.rmtree(logs)
-    logger.info("--overwrite: replacing the previous run in %s", output_dir)
 
 
 def resolve_finetuning_config(

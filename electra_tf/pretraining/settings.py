@@ -23,8 +23,7 @@ from electra_tf.config import (
     parse_hparams,
     route_hparams,
 )
-from electra_tf.data.vocabulary import DEMO_VOCABULARY_REQUEST
-from electra_tf.presets import get_preset
+from electra_tf.presets import DEMO_VOCABULARY_REQUEST, get_preset
 
 
 @dataclasses.dataclass(frozen=True)

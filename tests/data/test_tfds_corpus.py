@@ -13,6 +13,7 @@ import tensorflow_datasets as tfds
 import electra_tf.cli.build_data
 import electra_tf.cli.pretrain
 import electra_tf.data.tfds_corpus
+import electra_tf.pretraining.run
 from electra_tf.data.corpus import CorpusError, expand_paths, iter_documents
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.tfds_corpus import TfdsCorpus
@@ -108,7 +109,7 @@ def test_an_unknown_dataset_is_one_line_naming_it(mock_tfds, tmp_path, capsys):
 def test_pretrain_corpus_flag_builds_from_tfds(mock_tfds, tmp_path, monkeypatch):
     # run.py's flags reach PretrainingFlags (the run itself is not started) ...
     seen = []
-    monkeypatch.setattr(electra_tf.cli.pretrain, "pretrain", seen.append)
+    monkeypatch.setattr(electra_tf.pretraining.run, "pretrain", seen.append)
     arguments = ["--corpus", IMDB, "--tfds-text-field", "text"]
     assert electra_tf.cli.pretrain.main([*arguments, "--model-dir", str(tmp_path)]) == 0
     (flags,) = seen

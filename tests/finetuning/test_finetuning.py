@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import electra_tf.cli.finetune
+import electra_tf.finetuning.finetune
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning.classification import (
@@ -415,7 +416,10 @@ def test_cli_result_line_says_what_the_score_is(cli, caplog, monkeypatch):
         "median": {"dev": {"dev": {"accuracy": 0.7, "f1": 0.8}}, "score": 0.75},
         "score_definition": "the mean of dev accuracy, f1",
     }
-    monkeypatch.setattr(cli, "finetune", lambda flags: ("runs/mrpc", summary))
+    # The command line runs `finetune` from its library module once parsed.
+    monkeypatch.setattr(
+        electra_tf.finetuning.finetune, "finetune", lambda flags: ("runs/mrpc", summary)
+    )
     caplog.set_level(logging.INFO)
     assert cli.main(["--task", "mrpc"]) == 0
     assert (
