@@ -1,13 +1,16 @@
-"""Keras callbacks of a pre-training run: checkpoints and TensorBoard extras."""
+"""Keras callbacks of a pre-training run: checkpoints, progress and TensorBoard
+extras."""
 
 from __future__ import annotations
 
 import math
+import sys
 import time
 
 import keras
 import numpy as np
 import tensorflow as tf
+import tqdm
 
 from electra_tf.errors import ElectraError
 
@@ -42,6 +45,57 @@ class CheckpointCallback(keras.callbacks.Callback):
                 "lower learning rate or float32 precision."
             )
         self.manager.save(checkpoint_number=step)
+
+
+class RunProgress(keras.callbacks.Callback):
+    """The run's progress bar: the optimizer step out of the run's
+    `total_steps`, the rate, the time left and the training loss; after each
+    held-out evaluation its metrics on a line above the bar.
+
+    Keras' own bar counts Keras epochs, which in a pre-training run are
+    checkpoint intervals ("Epoch 1/50" for a 5,000-step run). A resumed run's
+    bar starts at the step it resumes from, so its rate and time left are of
+    this session's steps.
+    """
+
+    def __init__(self, total_steps: int, file=None):
+        super().__init__()
+        self.total_steps = total_steps
+        self.file = file
+        self._bar = None
+
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())
+
+    def on_train_begin(self, logs=None):
+        file = self.file or sys.stderr
+        interactive = getattr(file, "isatty", lambda: False)()
+        self._bar = tqdm.tqdm(
+            total=self.total_steps,
+            initial=self._step(),
+            unit="step",
+            file=file,
+            dynamic_ncols=interactive,
+            mininterval=1 if interactive else 30,
+        )
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._bar.update(self._step() - self._bar.n)
+        if logs and "loss" in logs:
+            self._bar.set_postfix(loss=f"{float(logs['loss']):.4f}", refresh=False)
+
+    def on_epoch_end(self, epoch, logs=None):
+        held_out = {
+            name.removeprefix("val_"): float(value)
+            for name, value in (logs or {}).items()
+            if name.startswith("val_")
+        }
+        if held_out:
+            shown = ", ".join(f"{name} {value:.4f}" for name, value in held_out.items())
+            self._bar.write(f"step {self._step()}: held-out {shown}", file=self._bar.fp)
+
+    def on_train_end(self, logs=None):
+        self._bar.close()
 
 
 class StepTensorBoard(keras.callbacks.TensorBoard):

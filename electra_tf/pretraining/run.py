@@ -49,6 +49,7 @@ from electra_tf.precision import (
 )
 from electra_tf.pretraining.callbacks import (
     CheckpointCallback,
+    RunProgress,
     StepTensorBoard,
     TrainingSummaries,
 )
@@ -440,6 +441,10 @@ def _train_and_export(
         ]
     else:
         callbacks.append(_RemoveDirectory(temp_dir))
+    if chief and not multi_worker and verbose != 0:
+        # Steps of the whole run with its time left, not Keras' epochs.
+        callbacks.append(RunProgress(training.train_steps))
+        verbose = 0
     if multi_worker:
         loop = DistributedLoop(
             pretrainer,
