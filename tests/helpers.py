@@ -74,6 +74,24 @@ def encoder_inputs(token_ids, real=None):
     }
 
 
+def tiny_serving_config(vocabulary_size: int):
+    """A one-layer, 16-wide `ModelConfig` for exports that serve text
+    (length 32, no dropout)."""
+    from electra_tf.config import ModelConfig
+
+    return ModelConfig(
+        vocabulary_size=vocabulary_size,
+        num_layers=1,
+        hidden_dim=16,
+        embedding_dim=16,
+        num_heads=2,
+        intermediate_dim=32,
+        max_sequence_length=32,
+        generator_hidden_size=0.5,
+        dropout=0.0,
+    )
+
+
 def make_pretrainer(model_config, pretraining_config):
     from electra_tf.pretraining.pretrainer import ElectraPretrainer
 

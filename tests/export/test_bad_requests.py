@@ -20,7 +20,7 @@ import sys
 import keras_hub
 import pytest
 
-from electra_tf.config import ModelConfig, PretrainingConfig
+from electra_tf.config import PretrainingConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.export.classifier import export_text_classifier
 from electra_tf.export.pretrained import export_pretrained
@@ -40,7 +40,7 @@ from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
 )
 from electra_tf.pretraining.pretrainer import ElectraPretrainer
-from tests.helpers import SUBPROCESS_TIMEOUT
+from tests.helpers import SUBPROCESS_TIMEOUT, tiny_serving_config
 
 REPO = pathlib.Path(__file__).parents[2]
 
@@ -97,26 +97,12 @@ print("served")
 """
 
 
-def _tiny_config(vocabulary):
-    return ModelConfig(
-        vocabulary_size=vocabulary.size,
-        num_layers=1,
-        hidden_dim=16,
-        embedding_dim=16,
-        num_heads=2,
-        intermediate_dim=32,
-        max_sequence_length=32,
-        generator_hidden_size=0.5,
-        dropout=0.0,
-    )
-
-
 @pytest.fixture(scope="module")
 def exports(tmp_path_factory):
     root = tmp_path_factory.mktemp("exports")
     vocabulary = Vocabulary.from_file(REPO / "electra_tf/assets/demo_vocab.txt")
     pretrainer = ElectraPretrainer(
-        _tiny_config(vocabulary),
+        tiny_serving_config(vocabulary.size),
         PretrainingConfig(max_seq_length=16),
         pad_token_id=vocabulary.pad_id,
         cls_token_id=vocabulary.cls_id,
@@ -129,7 +115,9 @@ def exports(tmp_path_factory):
     )
 
     def encoder():
-        return ElectraEncoder.discriminator_from_config(_tiny_config(vocabulary))
+        return ElectraEncoder.discriminator_from_config(
+            tiny_serving_config(vocabulary.size)
+        )
 
     classifier = ElectraTextClassifier(
         backbone=encoder(),
