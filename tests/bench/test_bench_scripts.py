@@ -26,6 +26,7 @@ REPO = pathlib.Path(__file__).parents[2]
         ("suite.litert_tagging", ["--tagger", "--test-conll"]),
         ("suite.step_time", ["--variants", "uniform_generator", "auto"]),
         ("suite.matmul_peak", ["--rows", "--rounds"]),
+        ("suite.help_time", ["--checkout", "--label", "--rounds"]),
         ("suite.data_throughput", ["--processes"]),
         (
             "suite.finetune_throughput",
