@@ -17,7 +17,8 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 README_MAX_LINES = 300
-BENCHMARKS_MAX_LINES = 1200
+# Headroom under it for the sections others are adding (25, 26).
+BENCHMARKS_MAX_LINES = 1100
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -271,6 +272,23 @@ def test_the_readme_is_at_most_300_lines():
     assert lines <= README_MAX_LINES
 
 
-def test_benchmarks_is_at_most_1200_lines():
+def test_benchmarks_is_at_most_1100_lines():
     lines = (REPO / "BENCHMARKS.md").read_text(encoding="utf-8").count("\n")
     assert lines <= BENCHMARKS_MAX_LINES
+
+
+def test_the_benchmarks_summary_fits_one_screen():
+    text = (REPO / "BENCHMARKS.md").read_text(encoding="utf-8")
+    summary = text.split("## Summary\n", 1)[1].split('<a id="demo">', 1)[0]
+    assert len(summary.strip().splitlines()) <= 40
+
+
+def test_licence_and_citation_are_there_and_linked():
+    licence = (REPO / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    citation = (REPO / "CITATION.cff").read_text(encoding="utf-8")
+    assert "cff-version: 1.2.0" in citation and "license: Apache-2.0" in citation
+    # The ELECTRA and Electric papers are cited.
+    assert "arXiv:2003.10555" in citation and "2020.emnlp-main.20" in citation
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "(LICENSE)" in readme and "(CITATION.cff)" in readme
