@@ -252,6 +252,7 @@ def report_from(path: str, output: str) -> None:
         **{k: earlier.get(k) for k in ("command", "commit", "date", "machine")},
     }
     header = {**run_info(__file__), "units_from": source}
+    header["inputs"] = earlier.get("inputs", {})  # what the units read
     extras = [earlier.get(k, {}) for k in ("in_progress", "encoder_weights")]
     report.write_files(output, earlier["setup"], records, header, *extras)
 

@@ -60,29 +60,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def read_calibration_file(path: str):
-    """The examples of `--calibration-file`, as the model's preprocessor
-    takes them: a list of texts, or for a model of text pairs (tab-separated
-    on each line) a tuple of two lists."""
-    from electra_tf.export.litert import LiteRTExportError
-
-    with open(path, encoding="utf-8") as f:
-        lines = [line for line in f.read().splitlines() if line.strip()]
-    if not lines:
-        raise LiteRTExportError(f"{path}: no sentences")
-    fields = [line.split("\t") for line in lines]
-    if all(len(row) == 1 for row in fields):
-        return lines
-    for number, row in enumerate(fields, 1):
-        if len(row) != 2:
-            raise LiteRTExportError(
-                f"{path}, line {number}: {len(row)} tab-separated texts; a "
-                "calibration file holds one text a line, or for a model of text "
-                "pairs two, separated by a tab, on every line"
-            )
-    return tuple(map(list, zip(*fields)))
-
-
 @command_line(parse_args)
 def main(args) -> int:
     litert = load_library("electra_tf.export.litert")
@@ -108,7 +85,7 @@ def main(args) -> int:
                 f"{args.model} has no preprocessor to tokenize --calibration-file"
             )
         calibration = litert.calibration_batches(
-            model.preprocessor, read_calibration_file(args.calibration_file)
+            model.preprocessor, litert.read_calibration_file(args.calibration_file)
         )
     paths = litert.export_litert(
         model, args.output_dir, tokenizer, quantizations, calibration=calibration

@@ -148,6 +148,27 @@ def _convert(converter, quantization, calibration) -> bytes:
     return converter.convert()
 
 
+def read_calibration_file(path: str):
+    """The examples of `--calibration-file`, as the model's preprocessor
+    takes them: a list of texts, or for a model of text pairs (tab-separated
+    on each line) a tuple of two lists."""
+    with open(path, encoding="utf-8") as f:
+        lines = [line for line in f.read().splitlines() if line.strip()]
+    if not lines:
+        raise LiteRTExportError(f"{path}: no sentences")
+    fields = [line.split("\t") for line in lines]
+    if all(len(row) == 1 for row in fields):
+        return lines
+    for number, row in enumerate(fields, 1):
+        if len(row) != 2:
+            raise LiteRTExportError(
+                f"{path}, line {number}: {len(row)} tab-separated texts; a "
+                "calibration file holds one text a line, or for a model of text "
+                "pairs two, separated by a tab, on every line"
+            )
+    return tuple(map(list, zip(*fields)))
+
+
 def calibration_batches(preprocessor, inputs, batches: int = 32):
     """Packed single-example inputs for `full_int8` from `inputs` (what the
     task model's preprocessor takes: sentences, or a tuple of two lists),

@@ -14,12 +14,12 @@ from electra_tf.data.corpus import DEMO_CORPUS, CorpusError
 from electra_tf.data.preparation import prepare_pretraining_data
 from electra_tf.data.vocabulary import (
     DEMO_VOCABULARY,
-    DEMO_VOCABULARY_REQUEST,
     SPECIAL_TOKENS,
     Vocabulary,
     VocabularyError,
     learn_vocabulary,
 )
+from electra_tf.presets import DEMO_VOCABULARY_REQUEST
 
 REPO = pathlib.Path(__file__).parents[2]
 BERT_VOCAB = REPO / "electra_tf" / "assets" / "vocab.txt"

@@ -21,13 +21,13 @@ import pytest
 from ai_edge_litert.interpreter import Interpreter
 
 from electra_tf.cli.export_litert import main as export_litert_main
-from electra_tf.cli.export_litert import read_calibration_file
 from electra_tf.export.litert import (
     SIGNATURE,
     LiteRTExportError,
     calibration_batches,
     export_litert,
     litert_model,
+    read_calibration_file,
 )
 from electra_tf.models.discriminator import ElectraDiscriminator
 from electra_tf.models.encoder import ElectraEncoder

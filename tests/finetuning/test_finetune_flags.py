@@ -12,13 +12,13 @@ import electra_tf.finetuning.finetune
 from electra_tf.cli.finetune import main, parse_args
 from electra_tf.config import ConfigError, FinetuningConfig
 from electra_tf.finetuning.classification import ClassificationTask
+from electra_tf.finetuning.files import check_output_dir
 from electra_tf.finetuning.question_answering import (
     QuestionAnsweringConfig,
     QuestionAnsweringTask,
 )
 from electra_tf.finetuning.settings import (
     FinetuningFlags,
-    check_output_dir,
     flag_overrides,
     resolve_finetuning_config,
 )

@@ -299,12 +299,12 @@ def input_checksums(setup: dict) -> dict[str, str]:
     compares them with scripts/study_data_checksums.json."""
     paths = [
         str(path)
-        for directory in setup["task_dirs"].values()
+        for directory in setup.get("task_dirs", {}).values()
         for path in sorted(pathlib.Path(directory).glob("*.*"))
         if path.suffix in (".conll", ".tsv")
     ]
-    stats = pathlib.Path(setup["data"]).parent / "stats.json"
-    if stats.exists():
+    stats = pathlib.Path(setup.get("data") or ".").parent / "stats.json"
+    if setup.get("data") and stats.exists():
         paths.append(str(stats))
         paths += json.loads(stats.read_text()).get("input_files", [])
     return {path: _sha256(path) for path in paths if pathlib.Path(path).is_file()}
