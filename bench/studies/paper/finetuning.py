@@ -34,9 +34,15 @@ def finetune_unit(args, setup, key, data, store=None) -> dict:
     task = design.TASKS[task_name]
     base = design.setup_configs(args, data)
     _, recipe = recipe_for_width(base["model"].hidden_dim)
-    # XLA on, as for pre-training: with every dropout hashed, a fine-tuning
-    # step of this size is ~1.3x as fast under it on a CPU (BENCHMARKS.md).
-    resolved = design.resolve_precision(setup, resolve_jit_compile("auto"))
+    # The product's choice (`--jit auto`): XLA on accelerators, graph mode on
+    # a CPU. A unit's batches come in a dozen or more shapes, each an XLA
+    # compilation in every new process: on 2 shared AVX2 cores a 3-epoch run
+    # on the bundled POS task took 262 s under XLA (its first epoch 137 s)
+    # against 98 s in graph mode, which also steps faster (10 s an epoch
+    # against 14). The units record `jit_compile` and their seconds.
+    resolved = design.resolve_precision(
+        setup, resolve_jit_compile("auto", on_cpu=False)
+    )
     config = recipe.override(
         epochs=task.max_epochs,
         early_stopping_patience=task.patience,
