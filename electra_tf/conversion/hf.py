@@ -580,6 +580,10 @@ def save_hf_pretrainer(
 
     Returns their paths by name. The MLM baseline (no discriminator) writes
     only the generator.
+
+    Raises:
+        ConversionError: an objective with no Hugging Face counterpart
+            (`original_layout.check_convertible`).
     """
     check_convertible(pretrainer)
     directory = os.fspath(directory)

@@ -132,16 +132,27 @@ def check_convertible(pretrainer) -> None:
     """Raises `ConversionError` for a pretrainer with no counterpart elsewhere.
 
     Electric's two-tower cloze generator exists neither in the original's
-    layout nor in Hugging Face's; its discriminator is an ordinary one, in the
-    run's exports (`export/discriminator/`, a keras-hub preset).
+    layout nor in Hugging Face's. Nor do the discriminators of the paper's
+    ablations: `replace_mlm`'s is an MLM whose head the original layout
+    would name as the generator's, `all_tokens_mlm`'s adds a copy head. Each
+    has an ordinary discriminator encoder, in the run's exports
+    (`export/discriminator/`, a keras-hub preset).
     """
-    if pretrainer.pretraining_config.objective == "electric":
+    objective = pretrainer.pretraining_config.objective
+    what = {
+        "electric": "an Electric pretrainer's two-tower cloze generator has",
+        "replace_mlm": "a replace_mlm pretrainer's MLM discriminator has",
+        "all_tokens_mlm": (
+            "an all_tokens_mlm pretrainer's discriminator (an MLM with a copy "
+            "head) has"
+        ),
+    }
+    if objective in what:
         raise ConversionError(
-            "an Electric pretrainer's two-tower cloze generator has no "
-            "counterpart in the original or Hugging Face layouts: convert only "
-            "its discriminator's encoder (electra-convert electra-to-hf "
-            "--encoder-only, a Hugging Face ElectraModel), or use the run's "
-            "export/discriminator, a keras-hub preset, as it is"
+            f"{what[objective]} no counterpart in the original or Hugging Face "
+            "layouts: convert only its discriminator's encoder (electra-convert "
+            "electra-to-hf --encoder-only, a Hugging Face ElectraModel), or use "
+            "the run's export/discriminator, a keras-hub preset, as it is"
         )
 
 
@@ -149,9 +160,13 @@ def pretrainer_variables(pretrainer) -> dict:
     """`{original name: variable}` of an `ElectraPretrainer` (both towers).
 
     Shared embeddings appear once, under `electra/embeddings/`.
+
+    Raises:
+        ConversionError: the objective has no original layout
+            (`check_convertible`).
     """
     check_convertible(pretrainer)
-    if pretrainer.discriminator is None:
+    if pretrainer.pretraining_config.objective == "mlm":
         # The MLM baseline: the original names its encoder `electra`.
         return tower_variables(
             pretrainer.generator, DISCRIMINATOR_SCOPE, "electra/embeddings"
