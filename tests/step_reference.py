@@ -411,3 +411,36 @@ def keras_layout(value, transposed, variable):
     if transposed:
         array = array.T
     return np.reshape(array, tuple(variable.shape))
+
+
+def assert_close(ours, theirs, what, rtol):
+    """`|ours - theirs|` within `rtol` of `theirs`' largest magnitude."""
+    ours, theirs = np.asarray(ours), np.asarray(theirs)
+    scale = max(float(np.abs(theirs).max()), 1e-30)
+    error = float(np.abs(ours - theirs).max())
+    assert error <= rtol * scale, (
+        f"{what}: max |difference| {error:.3g}, scale {scale:.3g}"
+    )
+
+
+def assert_gradients_match(gradients, variables, parameters, rtol):
+    """Every Keras gradient against torch's, through the name map.
+
+    `gradients`, `variables`: `{original name: gradient / Keras variable}`;
+    `parameters`: `{original name: (torch parameter, transposed)}` after
+    `.backward()`. Each gradient within `rtol` of its tensor's largest entry.
+    Attention key biases get an exact gradient of 0 (softmax ignores a shift
+    per query), so both sides' are only checked to be below 1e-6 of the
+    largest gradient anywhere.
+    """
+    assert set(gradients) == set(parameters), set(gradients) ^ set(parameters)
+    largest = max(float(p.grad.abs().max()) for p, _ in parameters.values())
+    for name, gradient in gradients.items():
+        parameter, transposed = parameters[name]
+        expected = keras_layout(parameter.grad, transposed, variables[name])
+        gradient = np.asarray(gradient)
+        if name.endswith("/key/bias"):
+            assert np.abs(gradient).max() <= 1e-6 * largest, name
+            assert np.abs(expected).max() <= 1e-6 * largest, name
+            continue
+        assert_close(gradient, expected, f"gradient of {name}", rtol)

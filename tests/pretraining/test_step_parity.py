@@ -45,6 +45,8 @@ pytest.importorskip("transformers")
 from tests.step_reference import (  # noqa: E402
     AdamWeightDecay,
     TorchElectra,
+    assert_close,
+    assert_gradients_match,
     keras_layout,
     make_draws,
 )
@@ -93,12 +95,7 @@ def _pair(objective, sharing, build=make_pretrainer, **build_args):
 
 
 def _close(ours, theirs, what, rtol=LOSS_RTOL):
-    ours, theirs = np.asarray(ours), np.asarray(theirs)
-    scale = max(float(np.abs(theirs).max()), 1e-30)
-    error = float(np.abs(ours - theirs).max())
-    assert error <= rtol * scale, (
-        f"{what}: max |difference| {error:.3g}, scale {scale:.3g}"
-    )
+    assert_close(ours, theirs, what, rtol)
 
 
 @pytest.mark.parametrize("objective,sharing", CASES)
@@ -141,17 +138,15 @@ def test_step_matches_transformers(objective, sharing):
     # discriminator as integer ids built under torch.no_grad (and GDES's
     # base table through .detach()), so a gradient leaking through either
     # shows here as a generator gradient torch does not have.
-    parameters = reference.parameters()
-    largest = max(float(p.grad.abs().max()) for p, _ in parameters.values())
-    for name, gradient in zip(names, gradients):
-        parameter, transposed = parameters[name]
-        expected = keras_layout(parameter.grad, transposed, variables[name])
-        gradient = np.asarray(tf.convert_to_tensor(gradient))
-        if name.endswith("/key/bias"):
-            assert np.abs(gradient).max() <= 1e-6 * largest, name
-            assert np.abs(expected).max() <= 1e-6 * largest, name
-            continue
-        _close(gradient, expected, f"gradient of {name}", rtol=GRADIENT_RTOL)
+    assert_gradients_match(
+        {
+            name: tf.convert_to_tensor(gradient)
+            for name, gradient in zip(names, gradients)
+        },
+        variables,
+        reference.parameters(),
+        GRADIENT_RTOL,
+    )
 
 
 def _vocabulary():
@@ -165,7 +160,17 @@ OPTIMIZER = OptimizerConfig(
 )
 
 
-def test_twenty_adam_steps_match_the_original_formulas():
+def side_by_side_steps():
+    """Twenty steps of ours and of the reference, from the same weights on the
+    same batches and draws (`bench/suite/step_parity.py` records them too).
+
+    Ours is `train_on_batch` with the optimizer `pretrain/run.py` builds; the
+    reference, `AdamWeightDecay` after torch's backward pass. Yields, after
+    each step: `step` (1-based), `loss_ours`, `loss_reference`,
+    `reference_global_norm` (before clipping), `weight_errors` ({original
+    name: largest |ours - reference|}) and `moved` (the largest change of
+    any weight since the start).
+    """
     from electra_tf.pretraining.run import build_pretrainer
 
     def build(model, pretraining):
@@ -194,22 +199,36 @@ def test_twenty_adam_steps_match_the_original_formulas():
         theirs = reference.step(batch, draws)
         theirs["loss"].backward()
         adam.step()
-        # Clipping acts at every step (the norm is far above 1).
-        assert adam.last_global_norm > 2 * OPTIMIZER.clip_norm
-        _close(
-            ours["loss"],
-            theirs["loss"].item(),
-            f"loss at step {step}",
-            rtol=STEPS_LOSS_RTOL,
-        )
+        errors = {}
         for name, variable in variables.items():
             parameter, transposed = parameters[name]
             expected = keras_layout(parameter, transposed, variable)
-            error = float(np.abs(variable.numpy() - expected).max())
-            assert error <= WEIGHT_ATOL, f"{name} after step {step + 1}: {error:.3g}"
+            errors[name] = float(np.abs(variable.numpy() - expected).max())
+        yield {
+            "step": step + 1,
+            "loss_ours": float(ours["loss"]),
+            "loss_reference": theirs["loss"].item(),
+            "reference_global_norm": adam.last_global_norm,
+            "weight_errors": errors,
+            "moved": max(
+                float(np.abs(variable.numpy() - initial[name]).max())
+                for name, variable in variables.items()
+            ),
+        }
+
+
+def test_twenty_adam_steps_match_the_original_formulas():
+    for record in side_by_side_steps():
+        step = record["step"]
+        # Clipping acts at every step (the norm is far above 1).
+        assert record["reference_global_norm"] > 2 * OPTIMIZER.clip_norm
+        _close(
+            record["loss_ours"],
+            record["loss_reference"],
+            f"loss at step {step}",
+            rtol=STEPS_LOSS_RTOL,
+        )
+        for name, error in record["weight_errors"].items():
+            assert error <= WEIGHT_ATOL, f"{name} after step {step}: {error:.3g}"
     # The weights moved by far more than the tolerance.
-    moved = max(
-        float(np.abs(variable.numpy() - initial[name]).max())
-        for name, variable in variables.items()
-    )
-    assert moved > 100 * WEIGHT_ATOL, moved
+    assert record["moved"] > 100 * WEIGHT_ATOL, record["moved"]
