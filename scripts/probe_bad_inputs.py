@@ -6,9 +6,11 @@ temporary directory, through the console scripts (`electra-build-data`,
 `electra-finetune-demo`) or, for the exported SavedModels, a fresh Python
 process that loads one and calls a signature; and classifies the result:
 
-* right: exit status 2 and one `error:` line, last, naming the culprit (the
-  case's pattern); or, where a warning is the answer, exit 0 and the warning;
-  or, where an answer is right (an empty batch), exit 0 and the answer;
+* refused: exit status 2 and one `error:` line, last, naming the culprit (the
+  case's pattern);
+* warned: where a warning is the right answer, exit 0 and the warning (a
+  warning case may also be refused, naming the culprit);
+* answered: where an answer is right (an empty batch), exit 0 and the answer;
 * silent: exit 0 without the error or warning (or a case's check of what must
   not change failed: data lost);
 * traceback: a Python traceback;
@@ -27,9 +29,14 @@ they deny as they would a user.
     python -m scripts.probe_bad_inputs --only pretrain-steps-0,build-empty
     python -m scripts.probe_bad_inputs --list
 
-Prints the counts per command and writes every case's result (argv, class,
-exit status, last line) to --output (default
-scripts/results/bad_inputs_probe.json). Run from the repository root, so the
+Refused, warned and answered are the right answers; the counts keep them
+apart, so that a warning is never counted as a refusal.
+
+Prints the counts per command and writes every case's result (its name, what
+it tries, the command and its argv, what was expected, the class, the line
+that answered, the exit status, the last line) with the machine, commit and
+date to --output (default bench/results/bad_inputs_probe.json, the record
+RELIABILITY.md's counts come from). Run from the repository root, so the
 repository's code runs (`PYTHONPATH` is set to it for every case).
 """
 
@@ -56,8 +63,9 @@ from scripts import bad_input_cases
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
-CLASSES = ("right", "silent", "traceback", "unclear", "crash")
-DEFAULT_OUTPUT = REPO / "scripts" / "results" / "bad_inputs_probe.json"
+CLASSES = ("refused", "warned", "answered", "silent", "traceback", "unclear", "crash")
+RIGHT = ("refused", "warned", "answered")
+DEFAULT_OUTPUT = REPO / "bench" / "results" / "bad_inputs_probe.json"
 # Runs argv[1:] without root's power to read and write any file
 # (CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, dropped from the bounding set, so
 # that the exec'd command does not have them): file modes then bind root too.
@@ -215,15 +223,33 @@ def classify(case: Case, returncode: int, stdout: str, stderr: str, problem=None
     pattern = re.compile(case.pattern)
     if returncode == 0:
         if case.expect == "warning" and pattern.search(stderr + stdout):
-            return "right", None
+            return "warned", None
         if case.expect == "answer" and pattern.search(stdout):
-            return "right", None
+            return "answered", None
         return "silent", None
     if returncode == 2 and len(errors) == 1 and lines[-1] == errors[0]:
         if case.expect in ("error", "warning") and pattern.search(errors[0]):
-            return "right", None
+            return "refused", None
         return "unclear", "the error line does not match " + case.pattern
     return "unclear", f"exit status {returncode}, {len(errors)} error lines"
+
+
+def answer_line(case: Case, kind: str, stdout: str, stderr: str) -> str:
+    """The line the user reads as the answer: the error line of a refusal,
+    the warning of a warning, the first line of an answer; else the last
+    line of stderr."""
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    if kind == "refused":
+        return next(line for line in lines if ERROR_LINE.match(line))
+    if kind == "warned":
+        pattern = re.compile(case.pattern)
+        found = [
+            line for line in (stderr + stdout).splitlines() if pattern.search(line)
+        ]
+        return found[0] if found else ""
+    if kind == "answered":
+        return next((line for line in stdout.splitlines() if line.strip()), "")
+    return lines[-1] if lines else ""
 
 
 def fill(argument: str, paths: dict[str, str]) -> str:
@@ -278,8 +304,10 @@ def run_case(case: Case, fixtures: Fixtures, work: pathlib.Path) -> dict:
         "command": case.command,
         "what": case.what,
         "argv": shown,
+        "expect": case.expect,
         "class": kind,
         "note": note,
+        "answer": answer_line(case, kind, stdout, stderr)[:500],
         "exit": returncode,
         "last_line": lines[-1][:500] if lines else "",
         "stderr_lines": len(lines),
@@ -297,6 +325,34 @@ def counts(results: list[dict]) -> dict[str, dict[str, int]]:
         command: {kind: table[command][kind] for kind in CLASSES}
         for command in sorted(table, key=lambda c: (c == "all", c))
     }
+
+
+def commit() -> str:
+    """The repository's commit, `+` if its tracked files differ from it."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+    except OSError:
+        return "unknown"
+    return (head or "unknown") + ("+" if dirty else "")
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux), or the platform's processor string."""
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def main(argv=None) -> int:
@@ -334,6 +390,9 @@ def main(argv=None) -> int:
     output = pathlib.Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     given = sys.argv[1:] if argv is None else list(argv)
+    revision = commit()
+    machine = f"{cpu_model()}, {os.cpu_count()} CPUs, {platform.machine()}"
+    load_at_start = os.getloadavg()[0]
     started = time.monotonic()
     results: list[dict] = []
     lock = threading.Lock()
@@ -344,10 +403,13 @@ def main(argv=None) -> int:
         record = {
             "command": " ".join(["python", "-m", "scripts.probe_bad_inputs", *given]),
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "machine": f"{platform.node()} {platform.machine()}, {os.cpu_count()} CPUs",
+            "machine": machine,
+            "load_average_1min": {"start": load_at_start, "now": os.getloadavg()[0]},
+            "commit": revision,
             "as_root": os.geteuid() == 0,
             "finished": finished,
             "cases_planned": len(cases),
+            "cases_run": len(results),
             "seconds": round(time.monotonic() - started),
             "counts": counts(results),
             "cases": sorted(results, key=lambda r: order[r["name"]]),
@@ -372,8 +434,10 @@ def main(argv=None) -> int:
                     "name": case.name,
                     "command": case.command,
                     "what": case.what,
+                    "expect": case.expect,
                     "class": "unclear",
                     "note": f"the probe failed: {error!r}",
+                    "answer": "",
                     "last_line": "",
                     "seconds": 0.0,
                 }
@@ -382,7 +446,7 @@ def main(argv=None) -> int:
                 write(finished=False)
             print(
                 f"{result['class']:9} {case.name:45} {result['seconds']:6.1f} s  "
-                f"{result['last_line'][:150]}",
+                f"{result['answer'][:150]}",
                 flush=True,
             )
 
