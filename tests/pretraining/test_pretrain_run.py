@@ -674,6 +674,38 @@ def test_data_that_is_not_tfrecords_says_what_data_takes(uninterrupted, tmp_path
     )
 
 
+def test_data_smaller_than_one_batch_warn_that_every_batch_repeats_them(
+    tmp_path, caplog
+):
+    """`--batch-size 64` on 4 short documents (before this warning: silent,
+    every batch repeating the same few examples). The warning reads the
+    data's `stats.json`, before the model is built; a batch the data fill
+    gets none. The bad-input probe's `pretrain-batch-larger-than-data` runs
+    the same through the console script."""
+    from electra_tf.data.tfrecord_writer import build_pretraining_data
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.pretraining.run import _warn_if_smaller_than_a_batch
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"Document {i} has one sentence.\n\n" for i in range(4)))
+    vocabulary = Vocabulary.from_file(REPO / "electra_tf" / "assets" / "vocab.txt")
+    data = tmp_path / "data"
+    build_pretraining_data(
+        [corpus], vocabulary, data, max_seq_length=64, num_shards=1,
+        eval_fraction=0, progress=False,
+    )  # fmt: skip
+    examples = json.loads((data / "stats.json").read_text())["train_examples"]
+    assert 0 < examples < 64
+    with caplog.at_level("WARNING"):
+        _warn_if_smaller_than_a_batch(str(data), 64)
+        _warn_if_smaller_than_a_batch(str(data), examples)
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert warnings == [
+        f"{data} holds {examples} training examples, fewer than one batch of 64: "
+        "every batch repeats them; give more text or a smaller --batch-size"
+    ]
+
+
 def test_missing_corpus_names_it(tmp_path):
     result = subprocess.run(
         [
