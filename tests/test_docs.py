@@ -1,14 +1,17 @@
 """The documents hold together: every relative link of the README, docs/,
 BENCHMARKS.md and RELIABILITY.md reaches a file and, with `#anchor`, a heading
 or an explicit `<a id>` there; every `bench/results/...` path they cite exists;
-the README and BENCHMARKS.md stay short enough to read. The checker is tested
-on made-up markdown first, so that it cannot pass by finding nothing.
+the README and BENCHMARKS.md stay short enough to read; every row of
+RELIABILITY.md is short and cites tests that exist, marked (slow) where they
+are. The checkers are tested on made-up markdown first, so that they cannot
+pass by finding nothing.
 
 No TensorFlow here: plain text only.
 """
 
 from __future__ import annotations
 
+import ast
 import glob
 import pathlib
 import re
@@ -31,6 +34,16 @@ LINK = re.compile(
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
 RESULT_PATH = re.compile(r"bench/results/(?:[A-Za-z0-9_.*/-]|\{[^{}\s]*\})*[\w*/}]")
 BRACES = re.compile(r"\{([^{}]*)\}")
+# RELIABILITY.md: a row gives the input, what the user sees and its tests;
+# the details live in the tests (the longest row had 1,190 characters).
+RELIABILITY_ROW_MAX = 460
+CITED = re.compile(r"`([^`]+)`(\s*\(slow\))?")
+# `dir/test_file.py::test_name[id]`, `dir/test_file.py`, or `test_name` of the
+# file cited before it.
+CITATION = re.compile(
+    r"(?:(?P<path>[\w/]+\.py)(?:::(?P<test>test_\w+))?|(?P<name>test_\w+))"
+    r"(?:\[[^\]]*\])?"
+)
 
 
 def documents(root: pathlib.Path = REPO) -> list[pathlib.Path]:
@@ -163,6 +176,92 @@ def fence_problems(path: pathlib.Path) -> list[str]:
     return problems
 
 
+def table_rows(text: str, last_column: str) -> list[str]:
+    """The rows of every markdown table whose header's last column is
+    `last_column`, each table's header and rule left out."""
+    rows, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append(line)
+            continue
+        if block and block[0].strip().strip("|").split("|")[-1].strip() == last_column:
+            rows += block[2:]
+        block = []
+    return rows
+
+
+def slow_tests(path: pathlib.Path) -> tuple[bool, set[str]]:
+    """(whether the whole module is marked slow, the test functions marked
+    slow) of a test file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    module = any(
+        isinstance(node, ast.Assign)
+        and any(getattr(t, "id", None) == "pytestmark" for t in node.targets)
+        and "mark.slow" in ast.unparse(node.value)
+        for node in tree.body
+    )
+    functions = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any("mark.slow" in ast.unparse(d) for d in node.decorator_list)
+    }
+    return module, functions
+
+
+def reliability_row_problems(row: str, root: pathlib.Path = REPO) -> list[str]:
+    """What is wrong with one row of RELIABILITY.md: longer than
+    RELIABILITY_ROW_MAX; a test cell that cites no test (unless it says
+    `no test: <why>`) or holds more than test names (a probe case, "same");
+    a cited file or test that does not exist; (slow) missing after a slow
+    test, or after a test that is not slow."""
+    name = row.strip("| ").split("|")[0].strip()[:50]
+    problems = []
+    if len(row) > RELIABILITY_ROW_MAX:
+        problems.append(
+            f"{name}: {len(row)} characters (at most {RELIABILITY_ROW_MAX})"
+        )
+    cell = row.strip().strip("|").split("|")[-1].strip()
+    if cell.startswith("no test: "):
+        if len(cell.split()) < 5:
+            problems.append(f"{name}: 'no test' without saying why")
+        return problems
+    rest = CITED.sub("", cell).replace(",", "").replace(";", "").strip()
+    if rest:
+        problems.append(f"{name}: the test cell holds more than test names: {rest!r}")
+    citations = CITED.findall(cell)
+    if not citations:
+        problems.append(f"{name}: cites no test")
+    path = None
+    for cited, slow_mark in citations:
+        match = CITATION.fullmatch(cited)
+        if not match:
+            problems.append(f"{name}: `{cited}` is not a test")
+            continue
+        if match["path"]:
+            path = root / "tests" / match["path"]
+            test = match["test"]
+        else:
+            test = match["name"]
+        if path is None:
+            problems.append(f"{name}: `{cited}` names no file before it")
+            continue
+        if not path.exists():
+            problems.append(f"{name}: `{cited}`: no file {path.relative_to(root)}")
+            continue
+        if test and not re.search(
+            rf"^\s*(async )?def {test}\(", path.read_text(encoding="utf-8"), re.M
+        ):
+            problems.append(f"{name}: `{cited}`: no {test} in {path.name}")
+            continue
+        module_slow, slow = slow_tests(path)
+        is_slow = module_slow or test in slow
+        if is_slow != bool(slow_mark):
+            state = "slow, not marked (slow)" if is_slow else "marked (slow), not slow"
+            problems.append(f"{name}: `{cited}` is {state}")
+    return problems
+
+
 # === The checker on made-up markdown ===
 
 
@@ -240,6 +339,47 @@ def _name(path: pathlib.Path) -> str:
     return path.relative_to(REPO).as_posix()
 
 
+def test_the_reliability_checker_catches_each_kind_of_wrong_row(tmp_path):
+    (tmp_path / "tests" / "a").mkdir(parents=True)
+    (tmp_path / "tests" / "a" / "test_x.py").write_text(
+        "import pytest\n\n\ndef test_fast():\n    pass\n\n\n"
+        "@pytest.mark.slow\ndef test_slow():\n    pass\n"
+    )
+    (tmp_path / "tests" / "test_all_slow.py").write_text(
+        "import pytest\n\npytestmark = pytest.mark.slow\n"
+    )
+    good = [
+        "| in | out | `a/test_x.py::test_fast`, `test_slow` (slow) |",
+        "| in | out | `a/test_x.py::test_fast[some-id]`; `a/test_x.py` |",
+        "| in | out | `test_all_slow.py` (slow) |",
+        "| in | out | no test: a statement of the formats read |",
+    ]
+    for row in good:
+        assert reliability_row_problems(row, tmp_path) == [], row
+    cases = {
+        "| in | out | probe case `build-empty` |": "more than test names",
+        "| in | out | same |": "cites no test",
+        "| in | out | (no test) |": "cites no test",
+        "| in | out | no test: none |": "without saying why",
+        "| in | out | `a/test_x.py::test_gone` |": "no test_gone",
+        "| in | out | `a/test_y.py` |": "no file",
+        "| in | out | `test_fast` |": "names no file before it",
+        "| in | out | `build-empty` |": "is not a test",
+        "| in | out | `a/test_x.py::test_slow` |": "slow, not marked",
+        "| in | out | `a/test_x.py::test_fast` (slow) |": "not slow",
+        "| in | out | `test_all_slow.py` |": "slow, not marked",
+        "| " + "x" * 460 + " | out | `a/test_x.py` |": "characters",
+    }
+    for row, problem in cases.items():
+        found = reliability_row_problems(row, tmp_path)
+        assert any(problem in p for p in found), (row, found)
+    tables = (
+        "| a | b | test |\n|---|---|---|\n| 1 | 2 | 3 |\n\ntext\n\n"
+        "| x | count |\n|---|---|\n| y | 4 |\n\n| test |\n|---|\n| z |\n"
+    )
+    assert table_rows(tables, "test") == ["| 1 | 2 | 3 |", "| z |"]
+
+
 def test_the_documents_are_found():
     names = {path.relative_to(REPO).as_posix() for path in documents()}
     assert {"README.md", "BENCHMARKS.md", "RELIABILITY.md"} <= names
@@ -281,6 +421,14 @@ def test_the_benchmarks_summary_fits_one_screen():
     text = (REPO / "BENCHMARKS.md").read_text(encoding="utf-8")
     summary = text.split("## Summary\n", 1)[1].split('<a id="demo">', 1)[0]
     assert len(summary.strip().splitlines()) <= 40
+
+
+def test_every_reliability_row_is_short_and_cites_tests_that_exist():
+    text = (REPO / "RELIABILITY.md").read_text(encoding="utf-8")
+    rows = table_rows(text, "test")
+    assert len(rows) >= 50
+    problems = [problem for row in rows for problem in reliability_row_problems(row)]
+    assert problems == []
 
 
 def test_licence_and_citation_are_there_and_linked():

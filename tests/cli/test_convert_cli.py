@@ -196,6 +196,12 @@ def test_keras_hub_to_ours_keeps_a_learned_whitespace_token(cli, capsys, tmp_pat
 def test_messages_point_at_the_real_problem_and_advice_runs(
     cli, capsys, tiny_configs, tmp_path
 ):
+    """`tf1-to-electra` given one of our checkpoints says it is not an original TF1
+    checkpoint and which command converts ours (was: "comes without a vocabulary:
+    pass --vocab"); `electra-to-hf` of a missing path says it does not exist (was:
+    "no config.json next to ..."); of an Electric run, it names `electra-convert
+    electra-to-hf --encoder-only`, and that advice runs (was: advice to convert
+    export/discriminator, which no command takes)."""
     from electra_tf.conversion.convert import write_pretraining_checkpoint
     from tests.helpers import make_pretrainer
 

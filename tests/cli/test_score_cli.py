@@ -147,6 +147,9 @@ def test_an_output_that_is_the_input_is_refused_and_the_input_kept(run, tmp_path
 
 
 def test_flags_that_cannot_work_are_one_line(run, capsys, tmp_path):
+    """`--batch-size 0` or `-3` (was: a `ValueError` traceback; -1 wrote a header only
+    and printed `scored 2 sentences`); `--model-dir` at the run's SavedModel, which
+    has no `score_sentences` (was: an `AttributeError`)."""
     model_dir, _ = run
     good = tmp_path / "good.txt"
     good.write_text("the cat\n")

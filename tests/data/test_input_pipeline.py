@@ -177,6 +177,10 @@ def _damage(shards, tmp_path):
 
 
 def test_corrupt_and_truncated_files_are_named_or_skipped(tmp_path, shards, caplog):
+    """A truncated shard and one with a flipped byte: `corrupt or truncated TFRecord
+    file(s): ...: truncated record at byte N` (was: TensorFlow's `...at N' failed
+    with Read less bytes than requested`); with `skip_corrupt_files` they are left
+    out, each logged with its count of readable records."""
     _damage(shards, tmp_path)
     pattern = str(tmp_path / "train-*")
     corrupt = find_corrupt_files(list_files(pattern))

@@ -240,6 +240,13 @@ def test_a_good_request_and_an_empty_batch_are_answered(outcomes):
     ["mismatch_longer_second", "mismatch_longer_first", "mismatch_one_empty"],
 )
 def test_inputs_of_different_batch_sizes_are_refused_naming_them(outcomes, kind):
+    """Every pair signature (discriminator, TF-Hub preprocessing, pair classifier,
+    question answerer) called with batches of 1 and 4, 4 and 1, 1 and 0, in one
+    served subprocess that must exit 0: `InvalidArgumentError` naming the
+    signature's inputs, raised in the graph before the tokenizer (was:
+    `std::length_error`, exit 134, or a segfault, exit 139; other orders answered
+    silently for the shorter batch). Ids, segments and mask of different shapes are
+    refused naming them."""
     for (path, signature), outcome in outcomes[kind].items():
         names = [name.lstrip("#") for name in SIGNATURES[path, signature]]
         error, message = outcome
@@ -254,6 +261,9 @@ def test_inputs_of_different_batch_sizes_are_refused_naming_them(outcomes, kind)
 
 @pytest.mark.parametrize("kind", ["rank_more", "rank_scalar"])
 def test_inputs_of_another_rank_are_refused_naming_them(outcomes, kind):
+    """A text input of shape `[batch, 1]` or a scalar, to every raw-text signature, and
+    ids of another rank: `InvalidArgumentError` naming the input (was: answered as
+    if it were a batch)."""
     assert set(outcomes[kind]) == set(SIGNATURES)
     for (path, signature), (error, message) in outcomes[kind].items():
         # Every input has the wrong rank; the first checked is named.

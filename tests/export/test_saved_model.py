@@ -60,6 +60,10 @@ def test_save_drops_only_the_rename_notice_and_only_while_saving(caplog, monkeyp
 
 
 def test_an_export_does_not_log_the_renamed_input_notices(classifier, caplog, tmp_path):
+    """TensorFlow's `Function ... contains input name(s) wp_model, resource with
+    unsupported characters which will be renamed ...` lines (several of 300
+    characters per export, before) are not logged by any export; TensorFlow's other
+    messages are kept."""
     caplog.set_level(logging.INFO)
     filters = {
         name: list(logging.getLogger(name).filters) for name in ("absl", "tensorflow")

@@ -247,6 +247,11 @@ def _predict_test_file(tmp_path, name, text, text_columns=("text",)):
 
 def test_own_test_predictions_keep_every_column_in_the_files_format(tmp_path):
     # CSV: standard quoting, so commas, quotes and line breaks in a text survive.
+    """Own `--test-file` predictions go to `predictions/test.<the test file's format>`,
+    holding the test file's rows with every column kept (texts with commas, quotes,
+    line breaks, non-ASCII; ids; nested JSON) and a `prediction` column (was:
+    `submission/test.tsv` with `index<TAB>prediction` only, no text to read a
+    prediction beside)."""
     text = 'id,text\n7,"good, ""really"""\n8,"two\nlines"\n9,Ünïcode 映画\n'
     path = _predict_test_file(tmp_path, "test.csv", text)
     assert path == tmp_path / "predictions" / "test.csv"
@@ -415,6 +420,9 @@ def test_csv_layout_problems_name_the_line_where_they_are(tmp_path):
     # A column named twice (the second silently won), a quote left open (the
     # error named the file's last line), a cell over the csv module's 128 KiB
     # field limit (a csv.Error traceback naming nothing).
+    """A column named twice (was: the second column silently used); a quote left open,
+    named at the line it opens on (was: reported on the file's last line); a cell
+    over 128 KiB is read (was: a `csv.Error` traceback)."""
     twice = write(tmp_path / "twice.csv", "text,label,text\nhello,pos,x\nbye,neg,y\n")
     with pytest.raises(DataFileError) as error:
         load_custom_data(twice, twice)
@@ -438,6 +446,12 @@ def test_csv_layout_problems_name_the_line_where_they_are(tmp_path):
 
 
 def test_labels_that_are_not_labels_are_refused_or_warned(tmp_path, caplog):
+    """The label column also a text column, and a text column given as the label column
+    (a class per row: 20 classes or more, and more than half the rows), are refused.
+    Numbers and words mixed in a label column get a WARNING naming the number
+    classes and the word classes, whatever their proportion (was: an INFO line when
+    numbers were half or more); labels differing only by surrounding spaces are one
+    class, with a WARNING naming them (were: two classes)."""
     train = write(tmp_path / "train.csv", "text,label\na,pos\nb,neg\n")
     # The label column given as the text column.
     with pytest.raises(DataFileError, match="'label' is both a text column and the"):

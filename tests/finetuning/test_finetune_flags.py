@@ -114,6 +114,11 @@ def _error(capsys, argv):
     ],
 )
 def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
+    """Each is one line before training: `--max-seq-length 2` (was: a `ValueError`
+    traceback; at 1, a model that saw no text), `--epochs 0` (was: silently the
+    task's 3), flags of own files with a task that does not read them and
+    `--hparams` keys a task does not read (were: ignored, or `Unknown hparam` for
+    SQuAD)."""
     assert _error(capsys, argv) == message
 
 
@@ -194,6 +199,9 @@ def _logged_recipe(flags, caplog, monkeypatch):
 def test_the_tagging_log_shows_only_settings_that_apply_to_tagging(
     caplog, monkeypatch, tmp_path
 ):
+    """The tagging run's logged recipe and `metrics.json` `config` showed `pooling` and
+    `swap_pairs`, which tagging never reads; now only the settings tagging reads,
+    while classification runs still show them."""
     flags = FinetuningFlags(task="tagging", pretrained="none", max_seq_length=64)
     line, task = _logged_recipe(
         dataclasses.replace(flags, output_dir=str(tmp_path / "tagging")),

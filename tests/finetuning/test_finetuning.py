@@ -305,6 +305,10 @@ def test_run_writes_metrics_per_seed_epoch_and_median(mnli_run):
 
 
 def test_the_run_logs_and_records_what_its_score_is(mnli_run):
+    """The `score` (a mean of metrics for MRPC, QQP, STS-B and own files) was
+    unexplained; each run logs what it is once, before training (`mnli: score =
+    dev accuracy; it picks each seed's best epoch and the best seed`), and
+    records it in `metrics.json` (`score_definition`)."""
     output_dir, summary, log = mnli_run
     explanation = (
         "mnli: score = dev accuracy; it picks each seed's best epoch and the best seed"

@@ -205,6 +205,10 @@ def _shifted(shift):
 
 
 def test_one_based_answer_starts_are_one_error_naming_the_first():
+    """Every `answer_start` shifted by one: one error naming the first misaligned
+    answer and the likely cause (was: an `IndexError` while windowing). A few
+    misaligned answers are a warning instead
+    (`test_an_answer_off_its_start_is_kept_with_a_warning`)."""
     data = _shifted(lambda context, answer: answer["answer_start"] + 1)
     with pytest.raises(SquadDataError) as error:
         examples_from_json(data, 1, source="x.json")
@@ -287,6 +291,10 @@ def _bad(change):
     ],
 )
 def test_bad_articles_and_questions_are_one_line_naming_them(change, message):
+    """An article that is a string, a misspelt `paragraphs` key, `answer_start` `"0"`,
+    `is_impossible` `"false"`, an empty question or context: one line naming the
+    article or question (were: an `AttributeError`, a misleading "outside its
+    context", `"false"` read as true, silently dropped questions)."""
     with pytest.raises(SquadDataError) as error:
         examples_from_json(_bad(change), 2, source="x.json")
     assert str(error.value) == message

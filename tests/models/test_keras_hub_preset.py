@@ -119,6 +119,10 @@ def test_broken_presets_are_named(encoder, tmp_path):
 def test_preset_names_files_and_offline_downloads_get_one_line(
     encoder, tmp_path, monkeypatch
 ):
+    """A misspelt preset name gets keras-hub's ELECTRA preset names (was: keras-hub's
+    8-line message); a `.keras` file, the preset directory beside it (was: "it does
+    not exist"); a real preset name offline, `cannot download keras-hub preset ...
+    (ConnectionError): offline? ...` (was: a `requests` traceback)."""
     import requests
     from keras_hub.src.utils import preset_utils
 

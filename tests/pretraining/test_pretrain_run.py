@@ -160,6 +160,15 @@ def _kill_once(model_dir, during_save, rng, log_path):
 
 @pytest.mark.slow
 def test_killed_five_times_resumes_and_matches_uninterrupted(uninterrupted, tmp_path):
+    """The run is SIGKILLed 5 times (the test fails with fewer), alternating a random
+    moment 0-50 ms after a new checkpoint and the instant TensorFlow's temporary
+    checkpoint files appear; at least one kill must leave a half-written `_temp`
+    checkpoint behind. After every kill the newest complete checkpoint loads with
+    finite values, and each restart logs `Resumed from .../ckpt-N` of it. The
+    finished run's checkpoint is at step 30 like the uninterrupted run's, and every
+    tensor of it (weights, Adam moments, step) is within rtol 1e-5, atol 1e-6 of
+    that run's: CPU kernels are deterministic, the tolerance allows float round-off
+    only."""
     rng = random.Random(0)
     model_dir = tmp_path / "run"
     kills = {"during_save": 0, "random": 0, "left_half_written": 0}
@@ -395,6 +404,10 @@ def test_eval_results_record_the_precision_and_xla(uninterrupted):
 
 
 def test_exports_load_in_a_fresh_process(uninterrupted):
+    """The discriminator's exports in a fresh process with only TensorFlow and TF Text:
+    an empty string, a 100,000-character string, invalid UTF-8 and non-ASCII text in
+    one batch are each answered, probabilities finite and in [0, 1], long text
+    truncated to the sequence length."""
     export = uninterrupted / "export"
     script = f"""
 import tensorflow as tf, tensorflow_text  # noqa: F401  (only TF and TF Text)
