@@ -16,6 +16,11 @@ between levels (`results:ours:tokens_per_second`, list items by index);
 numbers and `+ - * / ( )` (separated by spaces) combine them; `@OTHER.json:key`
 reads another result file's key.
 
+RELIABILITY.md's counts of the bad-input probe equal its committed result,
+`bench/results/bad_inputs_probe.json` (`python -m scripts.probe_bad_inputs`):
+the table of counts per command and class, and the run it comes from (commit,
+date, cases, seconds).
+
 No TensorFlow here: plain text and JSON only.
 """
 
@@ -137,6 +142,51 @@ def row_problems(row: str, root: pathlib.Path = REPO) -> list[str]:
     return problems
 
 
+def probe_count_problems(text: str, record: dict) -> list[str]:
+    """Where a document's probe counts disagree with the probe's record: the
+    table whose header starts `| command | cases |` (a column per class, in
+    the record's order, a row per command and `all`), and the sentence that
+    names the run (its commit, date, number of cases and seconds)."""
+    if not record.get("finished") or record["cases_run"] != record["cases_planned"]:
+        return ["the probe's record is not of a finished run"]
+    counts = record["counts"]
+    classes = list(counts["all"])
+    tables = [
+        [line for line in block.splitlines() if line.startswith("|")]
+        for block in re.split(r"\n\s*\n", text)
+        if block.lstrip().startswith("| command | cases |")
+    ]
+    if len(tables) != 1:
+        return [f"{len(tables)} tables of probe counts, not 1"]
+    header, _, *rows = tables[0]
+    cells = [cell.strip() for cell in header.strip("|").split("|")]
+    problems = []
+    if cells[2:] != classes:
+        problems.append(f"the columns are {cells[2:]}, the record's classes {classes}")
+    seen = set()
+    for row in rows:
+        command, *numbers = [c.strip().strip("`") for c in row.strip("|").split("|")]
+        seen.add(command)
+        if command not in counts:
+            problems.append(f"{command}: not a command of the record")
+            continue
+        expected = [sum(counts[command].values())] + [
+            counts[command][kind] for kind in classes
+        ]
+        if [int(n.replace(",", "")) for n in numbers] != expected:
+            problems.append(f"{command}: {numbers}, the record gives {expected}")
+    if seen != set(counts):
+        problems.append(f"commands {sorted(set(counts) - seen)} missing")
+    run = [
+        f"`{record['commit'][:7]}`",
+        record["date"][:10],
+        f"{record['cases_run']} cases",
+        f"{record['seconds']:,} s",
+    ]
+    problems += [f"the run's {item} is not stated" for item in run if item not in text]
+    return problems
+
+
 # === The checker on made-up tables ===
 
 
@@ -188,3 +238,42 @@ def test_every_row_s_figures_equal_their_result_files(document, heading):
     assert len(rows) >= 5
     problems = [problem for row in rows for problem in row_problems(row)]
     assert problems == []
+
+
+def test_the_probe_count_checker_catches_each_kind_of_disagreement():
+    record = {
+        "finished": True,
+        "cases_planned": 5,
+        "cases_run": 5,
+        "commit": "0123456789abcdef",
+        "date": "2026-11-29T05:00:00+00:00",
+        "seconds": 1234,
+        "counts": {
+            "electra-score": {"refused": 2, "warned": 1, "unclear": 0},
+            "serving": {"refused": 0, "warned": 0, "unclear": 2},
+            "all": {"refused": 2, "warned": 1, "unclear": 2},
+        },
+    }
+    text = (
+        "Run at `0123456` on 2026-11-29: 5 cases in 1,234 s.\n\n"
+        "| command | cases | refused | warned | unclear |\n|---|---|---|---|---|\n"
+        "| `electra-score` | 3 | 2 | 1 | 0 |\n| `serving` | 2 | 0 | 0 | 2 |\n"
+        "| all | 5 | 2 | 1 | 2 |\n"
+    )
+    assert probe_count_problems(text, record) == []
+    wrong = {
+        "| `serving` | 2 | 0 | 0 | 2 |": "| `serving` | 2 | 1 | 0 | 1 |",
+        "| refused | warned |": "| warned | refused |",
+        "| all | 5 | 2 | 1 | 2 |\n": "",
+        "1,234 s": "1,200 s",
+        "`0123456`": "`6543210`",
+    }
+    for old, new in wrong.items():
+        assert len(probe_count_problems(text.replace(old, new), record)) >= 1, new
+    assert probe_count_problems(text, {**record, "finished": False}) != []
+
+
+def test_reliability_s_probe_counts_equal_the_probe_s_record():
+    record = json.loads(result_file("bad_inputs_probe.json").read_text())
+    text = (REPO / "RELIABILITY.md").read_text(encoding="utf-8")
+    assert probe_count_problems(text, record) == []
