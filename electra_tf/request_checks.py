@@ -15,7 +15,10 @@ request gets an `InvalidArgumentError` naming the input instead:
   would let its optimizer drop a rank check);
 * `text and text_pair must have the same batch size` (with both sizes);
 * `token_ids, segment_ids and padding_mask must have the same shape`;
-* `token_ids must be in [0, vocabulary_size)` (with the offending values).
+* `token_ids must be in [0, vocabulary_size)` (with the offending values);
+* `token_ids is longer than the N positions of the model` (with its length; was
+  TensorFlow's `Expected size[0] in [0, N], but got L` from the position
+  embedding's slice, naming no input).
 
 An empty batch is a valid request: every signature answers it with empty
 outputs.
@@ -48,10 +51,13 @@ def checked_texts(**texts: tf.Tensor) -> tuple[tf.Tensor, ...]:
     return _after(checks, values) if checks else values
 
 
-def checked_ids(inputs: dict, vocabulary_size: int | None = None) -> dict:
+def checked_ids(
+    inputs: dict, vocabulary_size: int | None = None, max_length: int | None = None
+) -> dict:
     """The int32 [batch, length] inputs (by name; the first holds token ids
-    when `vocabulary_size` is given), checked to be of one shape and the ids
-    to be in [0, vocabulary_size); returned as a dict of the same keys."""
+    when `vocabulary_size` is given), checked to be of one shape, the ids to be
+    in [0, vocabulary_size) and the length at most `max_length` (the model's
+    positions) where given; returned as a dict of the same keys."""
     names = list(inputs)
     values = [tf.ensure_shape(inputs[name], [None, None]) for name in names]
     together = ", ".join(names[:-1]) + f" and {names[-1]}"
@@ -74,6 +80,16 @@ def checked_ids(inputs: dict, vocabulary_size: int | None = None) -> dict:
         checks.append(
             tf.debugging.assert_non_negative(
                 values[0], message=f"{names[0]} must be in [0, {vocabulary_size})"
+            )
+        )
+    if max_length is not None:
+        checks.append(
+            tf.debugging.assert_less_equal(
+                tf.shape(values[0])[1],
+                max_length,
+                message=(
+                    f"{names[0]} is longer than the {max_length} positions of the model"
+                ),
             )
         )
     return dict(zip(names, _after(checks, values)))

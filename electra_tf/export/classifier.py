@@ -101,8 +101,12 @@ class TextClassifierServing(tf.Module):
 
     def _predict_checked_ids(self, x):
         names = ("token_ids", "segment_ids", "padding_mask")
-        vocabulary_size = self.classifier.backbone.vocabulary_size
-        x = checked_ids({name: x[name] for name in names}, vocabulary_size)
+        backbone = self.classifier.backbone
+        x = checked_ids(
+            {name: x[name] for name in names},
+            backbone.vocabulary_size,
+            backbone.max_sequence_length,
+        )
         return self._predict_packed(x)
 
     def _predict_packed(self, x):

@@ -112,8 +112,10 @@ class DiscriminatorServing(tf.Module):
     )
     def detect_replaced_tokens_ids(self, inputs):
         inputs = {name: inputs[name] for name in ENCODER_INPUTS}
-        vocabulary_size = self.discriminator.encoder.vocabulary_size
-        return self._outputs(checked_ids(inputs, vocabulary_size))
+        encoder = self.discriminator.encoder
+        return self._outputs(
+            checked_ids(inputs, encoder.vocabulary_size, encoder.max_sequence_length)
+        )
 
     def _packed_outputs(self, segments):
         token_ids, segment_ids = self.packer(tuple(segments))

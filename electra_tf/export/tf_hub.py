@@ -73,6 +73,7 @@ class HubEncoder(tf.Module):
         super().__init__()
         self.encoder = encoder_with_block_outputs(encoder)
         self.vocabulary_size = int(encoder.vocabulary_size)
+        self.max_sequence_length = int(encoder.max_sequence_length)
         self.variables = list(encoder.weights)
         self.trainable_variables = list(encoder.trainable_weights)
         self.regularization_losses = []
@@ -85,6 +86,7 @@ class HubEncoder(tf.Module):
         inputs = checked_ids(
             {name: inputs[name] for name in INPUT_NAMES},
             self.vocabulary_size,
+            self.max_sequence_length,
         )
         outputs = self.encoder(
             {

@@ -68,6 +68,8 @@ SIGNATURES = {
     ("qa", "serving_default"): ["question", "context"],
 }
 TWO_INPUTS = [key for key, names in SIGNATURES.items() if len(names) > 1]
+# The exports' position table (rows of the position embedding).
+MAX_LENGTH = tiny_serving_config(1).max_sequence_length
 
 SERVE = r"""
 import json, sys
@@ -154,8 +156,9 @@ def exports(tmp_path_factory):
 _ID_ROWS = {"token": [2, 5, 3], "word": [2, 5, 3], "segment": [0, 0, 0]}
 
 
-def _request(names, batch_sizes, *, dtype=None, rank=None, token_id=5):
-    """Inputs as (dtype, shape, flat values): texts [batch], ids [batch, 3]."""
+def _request(names, batch_sizes, *, dtype=None, rank=None, token_id=5, length=3):
+    """Inputs as (dtype, shape, flat values): texts [batch], ids [batch, 3]
+    (or [batch, `length`]: the valid row continued with padding)."""
     inputs = {}
     for name, batch in zip(names, batch_sizes):
         ids = name.startswith("#")
@@ -165,7 +168,8 @@ def _request(names, batch_sizes, *, dtype=None, rank=None, token_id=5):
             row = next((row for key, row in _ID_ROWS.items() if key in name), [1, 1, 1])
             if row[1] == 5:
                 row = [2, token_id, 3]
-            value, shape = row * batch, [batch, 3]
+            row = row + [0] * (length - len(row))
+            value, shape = row * batch, [batch, length]
         else:
             kind, value, shape = "str", ["the film was good"] * batch, [batch]
         if dtype is not None:  # the other dtype: ints for texts, strings for ids
@@ -198,6 +202,9 @@ def _cases():
             requests["mismatch_one_empty"] = _request(names, [1] + [0] * (n - 1))
         if names[0].startswith("#"):
             requests["id_out_of_vocabulary"] = _request(names, [2] * n, token_id=10**6)
+            requests["longer_than_positions"] = _request(
+                names, [2] * n, length=MAX_LENGTH + 1
+            )
         cases += [
             {"path": path, "signature": signature, "kind": kind, "inputs": inputs}
             for kind, inputs in requests.items()
@@ -293,3 +300,17 @@ def test_token_ids_outside_the_vocabulary_are_refused_naming_them(outcomes, expo
         first = SIGNATURES[path, signature][0].lstrip("#")
         assert error == "InvalidArgumentError", (signature, message[:500])
         assert f"{first} must be in [0, {vocabulary_size})" in message
+
+
+def test_ids_longer_than_the_position_table_are_refused_naming_them(outcomes):
+    """Ids one position longer than the model's table, to every ids signature:
+    `InvalidArgumentError` naming the ids input and the table's length (was:
+    TensorFlow's `Expected size[0] in [0, 32], but got 33` from the position
+    embedding's slice, naming no input)."""
+    cases = outcomes["longer_than_positions"]
+    assert len(cases) == 3
+    for (path, signature), (error, message) in cases.items():
+        first = SIGNATURES[path, signature][0].lstrip("#")
+        assert error == "InvalidArgumentError", (signature, message[:500])
+        expected = f"{first} is longer than the {MAX_LENGTH} positions of the model"
+        assert expected in message, (signature, message[:500])
