@@ -1,8 +1,10 @@
 """The paper's experiments at CPU scale: downstream test score per pre-training FLOP.
 
 The efficiency ablation (paper Table 5), the generator sizes (Figure 3) and the
-compute curves (Figures 1 and 4) as one resumable study; the protocol and the
-commands are in BENCHMARKS.md section 19, the parts in `bench/studies/paper/`.
+compute curves (Figures 1 and 4) as one resumable study; the commands and the
+headline are in BENCHMARKS.md section 19, the protocol in full and each
+experiment's tables in docs/research/paper-experiments.md, the parts in
+`bench/studies/paper/`.
 Every unit (`pretrain.<variant>.p<seed>`, `finetune.<task>.<encoder>.f<seed>`) is
 recorded as a JSON file under `<out-dir>/units/`; a rerun skips recorded units
 and resumes a killed pre-training run from its newest checkpoint. `--jobs N` runs
