@@ -36,10 +36,10 @@ def finetune_unit(args, setup, key, data, store=None) -> dict:
     _, recipe = recipe_for_width(base["model"].hidden_dim)
     # The product's choice (`--jit auto`): XLA on accelerators, graph mode on
     # a CPU. A unit's batches come in a dozen or more shapes, each an XLA
-    # compilation in every new process: on 2 shared AVX2 cores a 3-epoch run
-    # on the bundled POS task took 262 s under XLA (its first epoch 137 s)
-    # against 98 s in graph mode, which also steps faster (10 s an epoch
-    # against 14). The units record `jit_compile` and their seconds.
+    # compilation in every new process: the recipe screen's fine-tuning units
+    # on the bundled POS task took 257-441 s under XLA and 102-291 s in graph
+    # mode (docs/research/recipe-study.md; the units record `jit_compile` and
+    # their seconds).
     resolved = design.resolve_precision(
         setup, resolve_jit_compile("auto", on_cpu=False)
     )
