@@ -143,8 +143,7 @@ def check_convertible(pretrainer) -> None:
         "electric": "an Electric pretrainer's two-tower cloze generator has",
         "replace_mlm": "a replace_mlm pretrainer's MLM discriminator has",
         "all_tokens_mlm": (
-            "an all_tokens_mlm pretrainer's discriminator (an MLM with a copy "
-            "head) has"
+            "an all_tokens_mlm pretrainer's discriminator (an MLM with a copy head) has"
         ),
     }
     if objective in what:
