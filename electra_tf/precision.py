@@ -13,7 +13,7 @@ place because the fastest XLA choice depends on the precision:
 * `auto` XLA on a CPU under bfloat16 is off (graph mode): TensorFlow's graph
   mode sends bfloat16 matmuls to oneDNN, XLA's CPU backend does not. Measured
   on an AMD EPYC with `avx512_bf16` (one thread, 4096x256 @ 256x1024,
-  `bench.suite.matmul_peak`): bfloat16 1.9x float32 in graph mode, 0.98x
+  `bench.suite.matmul_peak`): bfloat16 1.9x float32 in graph mode, 0.99x
   under XLA; issue 50's run of `bench.suite.step_time` (`small` pre-training
   step, loaded machine): 3.05 s in graph mode with bfloat16 against 4.22 s
   under XLA with float32.
