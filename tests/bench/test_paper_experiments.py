@@ -59,6 +59,8 @@ def test_plan_puts_whole_comparisons_before_the_next_pretraining_seed():
         "finetune.pos.none-p1.f2",
     ):
         assert order.index(key) < first_p2, key
+    # ... the baseline before any pre-training of its seed ...
+    assert order.index("finetune.pos.none-p1.f1") < order.index("pretrain.electra.p1")
     # ... the curve points (one seed) after the finals, and only one seed.
     assert "finetune.pos.electra-p1-s50.f1" in order
     assert "finetune.pos.electra-p1-s50.f2" not in order

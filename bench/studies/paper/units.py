@@ -145,8 +145,9 @@ def plan_units(setup: dict) -> list[Unit]:
     """Every unit of the study, in the order they are best run: the first
     task's fine-tuning before any of the next's (a budget cut short leaves one
     task's comparison over every pre-training seed rather than two tasks' over
-    one); within a task, a seed's runs and its final encoders' fine-tuning before
-    the next seed's (curve points after them). A variant given fewer seeds (an
+    one); within a task, a seed's no-pre-training runs first, then its runs
+    and its final encoders' fine-tuning before the next seed's (curve points
+    after them). A variant given fewer seeds (an
     ablation row) runs its seeds with the last of the others', after them."""
     units = []
     fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
@@ -165,14 +166,15 @@ def plan_units(setup: dict) -> list[Unit]:
                             key = finetuning_key(task, encoder, fseed, rate)
                             order = (t, rank, 1 if final else 2, ablation, given, key)
                             units.append(Unit(key, run, order, _after(setup, key)))
-    # No pre-training sorts after every variant's final encoders of its rank.
-    after_variants = len(setup["variant_seeds"])
+    # No pre-training, the baseline every comparison needs, sorts first in its
+    # rank, so a study cut short has it (it used to wait for every
+    # pre-training run of its rank).
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
                 for rate in _rates(setup, fseed):
                     key = finetuning_key(task, f"none-p{pseed}", fseed, rate)
-                    order = (t, rank, 1, False, after_variants, key)
+                    order = (t, rank, 0, False, -1, key)
                     units.append(Unit(key, None, order, _after(setup, key)))
     return units
 
