@@ -147,8 +147,8 @@ def plan_units(setup: dict) -> list[Unit]:
     task's comparison over every pre-training seed rather than two tasks' over
     one); within a task, a seed's no-pre-training runs first, then its runs
     and its final encoders' fine-tuning before the next seed's (curve points
-    after them). A variant given fewer seeds (an
-    ablation row) runs its seeds with the last of the others', after them."""
+    after them). A variant given fewer seeds (an ablation row) runs its seeds
+    with the last of the others', after them."""
     units = []
     fseeds, tasks = setup["finetune_seeds"], setup["tasks"]
     most = max(len(seeds) for seeds in setup["variant_seeds"].values())
