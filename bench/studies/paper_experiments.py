@@ -99,6 +99,13 @@ def parse_args(argv=None):
         "rate, which choose it; the other seeds run at the chosen rate only "
         "(default: every seed at every rate).",
     )
+    add(
+        "--learning-rate-runs",
+        default="",
+        help="With --finetune-learning-rates: the pre-training seeds whose "
+        "encoders run at every rate; a variant's other runs fine-tune at the "
+        "rate those chose (default: each run's encoder chooses its own).",
+    )
     add("--curve-seeds", type=int, default=1, help="Seeds at earlier encoders.")
     add("--curve-pretraining-seeds", default="", help="Runs keeping it (default all).")
     add(

@@ -242,6 +242,57 @@ def test_other_seeds_run_at_the_rate_their_swept_seeds_chose(tmp_path, monkeypat
     assert row["learning_rates"]["1"]["0.001"] == {"dev_mean": 0.8, "runs": 2}
 
 
+def test_learning_rate_runs_choose_the_rate_for_their_variants_other_runs(tmp_path):
+    setup = _setup(
+        finetune_learning_rates=[3e-4, 1e-3],
+        learning_rate_seeds=[1],
+        learning_rate_runs=[1],
+        pretraining_seeds=[1, 2],
+    )
+    units = {u.key: u for u in planning.plan_units(setup)}
+    # Run 2 sweeps no rate: all its seeds wait for run 1's seed-1 sweep.
+    assert not any(".lr0." in key and "-p2" in key for key in units)
+    sweep = ("finetune.pos.electra-p1-s100.lr0.0003.f1",)
+    sweep += ("finetune.pos.electra-p1-s100.lr0.001.f1",)
+    for fseed in (1, 2):
+        assert units[f"finetune.pos.electra-p2-s100.lrchosen.f{fseed}"].after == sweep
+    assert units["finetune.pos.none-p2.lrchosen.f1"].after == (
+        "finetune.pos.none-p1.lr0.0003.f1",
+        "finetune.pos.none-p1.lr0.001.f1",
+    )
+    # Run 1 itself: seed 1 at every rate, seed 2 at the rate its seed 1 chose.
+    assert units["finetune.pos.electra-p1-s100.lrchosen.f2"].after == sweep
+    store = planning.Store(tmp_path)
+    for key, dev in zip(sweep, (0.9, 0.8)):
+        store.write(key, _run("electra-p1-s100", 1, 0.5, dev=dev))
+    chosen = "finetune.pos.electra-p2-s100.lrchosen.f1"
+    assert planning.chosen_rate(setup, chosen, store, "accuracy")[0] == 3e-4
+    # Without the setting, every run chooses its own (the studies before it).
+    del setup["learning_rate_runs"]
+    units = {u.key for u in planning.plan_units(setup)}
+    assert "finetune.pos.electra-p2-s100.lr0.001.f1" in units
+
+
+def test_learning_rate_runs_must_be_runs_of_every_arm_and_need_several_rates():
+    vocabulary = types.SimpleNamespace(size=1000, md5=lambda: "md5")
+    data = {"vocabulary": vocabulary, "max_seq_length": 128, "train": "train-*"}
+    common = ["--objectives", "electra,mlm", "--pretraining-seeds", "1,2"]
+    common += ["--electra-steps", "1000", "--checkpoint-every", "100"]
+    rates = ["--finetune-learning-rates", "3e-4,1e-3"]
+    args = study.parse_args(common + rates + ["--learning-rate-runs", "1"])
+    assert design.make_setup(args, data)["learning_rate_runs"] == [1]
+    for extra, message in (
+        (["--learning-rate-runs", "1"], "needs --finetune-learning-rates"),
+        (rates + ["--learning-rate-runs", "3"], "not pre-training seeds of electra"),
+        (
+            rates + ["--learning-rate-runs", "2", "--seeds-of", "mlm:1"],
+            "not pre-training seeds of mlm$",
+        ),
+    ):
+        with pytest.raises(SystemExit, match=message):
+            design.make_setup(study.parse_args(common + extra), data)
+
+
 def test_a_study_in_a_new_directory_carries_on_from_its_report(tmp_path):
     setup = _setup()
     records = {

@@ -248,6 +248,19 @@ def make_setup(args, data) -> dict:
         kept[v.name] = sorted(
             {max(1, round(f * total[v.name] / every)) * every for f in fractions}
         )
+    seeds = variant_seeds(args, variants)
+    rate_runs = as_list(args.learning_rate_runs, int, "--learning-rate-runs")
+    if rate_runs and not args.finetune_learning_rates:
+        raise SystemExit("error: --learning-rate-runs needs --finetune-learning-rates")
+    # Every arm (no pre-training's initialisations too) must have the runs
+    # that choose its rate, or its other runs would wait for them forever.
+    arms = {**seeds, "none": as_list(args.pretraining_seeds, int)}
+    lacking = [name for name, given in arms.items() if not set(rate_runs) <= set(given)]
+    if lacking:
+        raise SystemExit(
+            f"error: --learning-rate-runs {args.learning_rate_runs}: not "
+            f"pre-training seeds of {', '.join(lacking)}"
+        )
     return {
         "preset": args.preset,
         "hparams": as_json(args.hparams, "--hparams"),
@@ -265,7 +278,7 @@ def make_setup(args, data) -> dict:
         "max_epochs": {t: TASKS[t].max_epochs for t in tasks},
         "patience": {t: TASKS[t].patience for t in tasks},
         "pretraining_seeds": as_list(args.pretraining_seeds, int),
-        "variant_seeds": variant_seeds(args, variants),
+        "variant_seeds": seeds,
         "variant_overrides": {v.name: v.overrides() for v in variants},
         "finetune_learning_rates": as_list(
             args.finetune_learning_rates, float, "--finetune-learning-rates"
@@ -273,6 +286,7 @@ def make_setup(args, data) -> dict:
         "learning_rate_seeds": as_list(
             args.learning_rate_seeds, int, "--learning-rate-seeds"
         ),
+        "learning_rate_runs": rate_runs,
         "finetune_seeds": as_list(args.finetune_seeds, int, "--finetune-seeds"),
         "curve_seeds": args.curve_seeds,
         "curve_pretraining_seeds": as_list(
@@ -333,10 +347,12 @@ def check_setup(out_dir: pathlib.Path, setup: dict) -> None:
     """The recorded setup must be this one (a study is one setup); what only
     adds runs is allowed."""
     path = out_dir / "setup.json"
-    # Studies recorded before `--precision` ran in float32.
-    setup = {"precision": "float32", **setup}
+    # Studies recorded before `--precision` ran in float32, and before
+    # `--learning-rate-runs` chose the rate on every pre-training run.
+    defaults = {"precision": "float32", "learning_rate_runs": []}
+    setup = {**defaults, **setup}
     if path.exists():
-        stored = {"precision": "float32", **json.loads(path.read_text())}
+        stored = {**defaults, **json.loads(path.read_text())}
         changed = sorted(
             k
             for k in set(setup) | set(stored)

@@ -65,7 +65,8 @@ def pretraining_key_parts(key: str) -> tuple[str, int]:
 
 
 # In place of a rate: the unit runs at the rate chosen on dev from the units of
-# every rate at the study's `learning_rate_seeds`.
+# every rate at the study's `learning_rate_seeds` (of its variant's
+# `learning_rate_runs`, where the study names them).
 CHOSEN = "chosen"
 
 
@@ -93,10 +94,22 @@ def finetuning_learning_rate(key: str) -> float | str | None:
 
 def rate_units(setup: dict, key: str) -> list[str]:
     """The units whose dev scores choose the rate of `key`: its task and
-    encoder at every rate and every seed of `learning_rate_seeds`."""
+    encoder at every rate and every seed of `learning_rate_seeds`; in a study
+    with `learning_rate_runs`, the encoders of its variant's pre-training runs
+    there, at the same step, in place of its own."""
     task, encoder, _ = finetuning_key_parts(key)
+    variant, pseed, step = encoder_parts(encoder)
+    runs = setup.get("learning_rate_runs")
+    if runs and pseed not in runs:
+        encoders = [
+            f"none-p{run}" if variant == "none" else f"{variant}-p{run}-s{step}"
+            for run in runs
+        ]
+    else:
+        encoders = [encoder]
     return [
         finetuning_key(task, encoder, fseed, rate)
+        for encoder in encoders
         for rate in setup["finetune_learning_rates"]
         for fseed in learning_rate_seeds(setup)
     ]
@@ -161,7 +174,7 @@ def plan_units(setup: dict) -> list[Unit]:
                 final = step == setup["kept_steps"][name][-1]
                 for t, task in enumerate(tasks):
                     for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
-                        for rate in _rates(setup, fseed):
+                        for rate in _rates(setup, fseed, pseed):
                             encoder = f"{name}-p{pseed}-s{step}"
                             key = finetuning_key(task, encoder, fseed, rate)
                             order = (t, rank, 1 if final else 2, ablation, given, key)
@@ -172,18 +185,21 @@ def plan_units(setup: dict) -> list[Unit]:
     for rank, pseed in enumerate(setup["pretraining_seeds"]):
         for t, task in enumerate(tasks):
             for fseed in fseeds:
-                for rate in _rates(setup, fseed):
+                for rate in _rates(setup, fseed, pseed):
                     key = finetuning_key(task, f"none-p{pseed}", fseed, rate)
                     order = (t, rank, 0, False, -1, key)
                     units.append(Unit(key, None, order, _after(setup, key)))
     return units
 
 
-def _rates(setup: dict, fseed: int) -> list:
-    """The rates seed `fseed` runs at: each of the study's, only the chosen
-    one, or (a study of one rate) the recipe's, None."""
+def _rates(setup: dict, fseed: int, pseed: int) -> list:
+    """The rates seed `fseed` of pre-training run `pseed`'s encoder runs at:
+    each of the study's, only the chosen one, or (a study of one rate) the
+    recipe's, None."""
     rates = setup.get("finetune_learning_rates") or [None]
-    return rates if fseed in learning_rate_seeds(setup) or None in rates else [CHOSEN]
+    runs = setup.get("learning_rate_runs")
+    sweeps = fseed in learning_rate_seeds(setup) and (not runs or pseed in runs)
+    return rates if sweeps or None in rates else [CHOSEN]
 
 
 def _after(setup: dict, key: str) -> tuple:
