@@ -478,6 +478,9 @@ class TrainingConfig(Config):
 
 # What a classifier's head reads: the [CLS] state, or the mean over the tokens.
 POOLINGS = ("cls", "mean")
+# How a fine-tuning batch's loss is reduced: transformers' mean, or the
+# original's sum (`FinetuningConfig.loss_reduction`).
+LOSS_REDUCTIONS = ("mean", "sum")
 # The shortest packed example: [CLS], one or two [SEP]s and a few tokens of
 # text (pre-training's and fine-tuning's).
 MIN_SEQ_LENGTH = 8
@@ -504,6 +507,12 @@ class FinetuningConfig(Config):
     adam_epsilon: float = 1e-6
     # Clip gradients to this global norm.
     clip_norm: float = 1.0
+    # "mean" (transformers'): the loss is averaged over the batch's examples
+    # (tagging: its labelled tokens; question answering: its windows). "sum"
+    # (the original's `FinetuningModel.loss`): the same terms summed over the
+    # global batch, so after global-norm clipping its step is the mean's with
+    # clip_norm divided by the number of terms (docs/faithfulness.md).
+    loss_reduction: str = "mean"
     # Passes over the training data; 0 means the task's (3; RTE, STS-B: 10).
     epochs: int = 0
     # Stop once the dev score has not improved for this many epochs (0: train
@@ -566,6 +575,7 @@ class FinetuningConfig(Config):
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)}")
         self._check_fractions("warmup_fraction", "head_dropout", "encoder_dropout")
         self._check_choice("pooling", POOLINGS)
+        self._check_choice("loss_reduction", LOSS_REDUCTIONS)
         self._check_choice("precision", PRECISIONS)
 
 

@@ -59,6 +59,18 @@ def random_batch(batch_size=8, length=32, seed=0, vocabulary_size=TINY_VOCABULAR
     }
 
 
+def labelled_tokens(batch, rng):
+    """A tagger's sample weights for a `random_batch`: 1 at real tokens but
+    [CLS] and [SEP], a few left out (0) as a word's later pieces are."""
+    ids = batch["token_ids"]
+    return (
+        batch["padding_mask"].astype(bool)
+        & (ids != CLS)
+        & (ids != SEP)
+        & (rng.random(ids.shape) > 0.3)
+    ).astype("float32")
+
+
 def encoder_inputs(token_ids, real=None):
     """The encoder's inputs for `token_ids` (one segment), padded past `real`
     tokens (None: past the [PAD] ids)."""

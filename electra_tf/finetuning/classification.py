@@ -151,7 +151,11 @@ class ClassificationTask(FinetuningTask):
 
     def compile_arguments(self) -> dict:
         # Cross-entropy on logits, or squared error for STS-B and scores.
-        return {"loss": "auto", "metrics": task_metrics(self.glue_task)}
+        return {
+            **super().compile_arguments(),
+            "loss": "auto",
+            "metrics": task_metrics(self.glue_task),
+        }
 
     def evaluate(self, model, logs):
         """Every dev split; the first selects the epoch. Its results go into

@@ -128,6 +128,9 @@ class QuestionAnsweringTask(FinetuningTask):
         **CLASSIFICATION_ONLY,
         "head_dropout": "the span head has no dropout",
         "group_by_length": "every window is max_seq_length long",
+        # Keras' binary cross-entropy of the [windows] no-answer logit is a
+        # mean whatever its reduction, so a sum would not be the original's.
+        "loss_reduction": "the span loss is the mean over the windows",
     }
     model_file = "question_answerer.keras"
 
@@ -179,6 +182,10 @@ class QuestionAnsweringTask(FinetuningTask):
         return build_question_answerer(
             self.data.version, self.config, self.starting_point
         )
+
+    def compile_arguments(self) -> dict:
+        # The model's "auto" loss, a mean (`settings_not_read`).
+        return {}
 
     def training_examples(self, model):
         # Windows are all `max_seq_length` long: never grouped.

@@ -134,8 +134,10 @@ class FinetuningTask:
         )
 
     def compile_arguments(self) -> dict:
-        """Arguments of `model.compile` beside the optimizer (loss, metrics)."""
-        return {}
+        """Arguments of `model.compile` beside the optimizer (loss, metrics):
+        the config's `loss_reduction`, which every kind's model reduces its
+        "auto" loss by."""
+        return {"loss_reduction": self.config.loss_reduction}
 
     def evaluate(self, model: keras.Model, logs: dict) -> tuple[dict, float]:
         """Scores dev: `(dev results, score)`, higher is better; adds `val_*`

@@ -12,6 +12,7 @@ from electra_tf.models.encoder import ElectraEncoder, truncated_normal
 from electra_tf.models.hashed_dropout import HashedDropout
 from electra_tf.models.in_memory import ShuffledFit
 from electra_tf.models.keras_hub_preset import load_task_parts
+from electra_tf.models.loss_reduction import keras_reduction
 from electra_tf.models.text_classifier_preprocessor import (
     ElectraTextClassifierPreprocessor,
 )
@@ -143,19 +144,37 @@ class ElectraTextClassifier(
             x = trim_padding(x, few_lengths=self.jit_compile is True)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
-    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        *,
+        metrics="auto",
+        loss_reduction="mean",
+        **kwargs,
+    ):
         """keras-hub's defaults, except that regression gets a squared-error loss.
 
         For `num_classes > 1` "auto" means sparse categorical cross-entropy and
         accuracy (as `keras_hub.models.TextClassifier`); for `num_classes == 1`
-        it means mean squared error and no metrics.
+        it means squared error and no metrics. `loss_reduction` reduces the
+        "auto" loss over the batch: "mean" (keras-hub's) or "sum" (the
+        original ELECTRA's; `electra_tf.models.loss_reduction`).
         """
+        reduction = keras_reduction(loss, loss_reduction, "sum_over_batch_size")
         # `Task.__init__` compiles before `num_classes` is set: ask the layer.
-        if self.output_dense.units == 1:
-            if loss == "auto":
-                loss = keras.losses.MeanSquaredError()
-            if metrics == "auto":
-                metrics = []
+        regression = self.output_dense.units == 1
+        if loss == "auto" and regression:
+            loss = keras.losses.MeanSquaredError(reduction=reduction)
+        elif loss == "auto":
+            # keras-hub's "auto", with the reduction.
+            activation = keras.activations.get(getattr(self, "activation", None))
+            loss = keras.losses.SparseCategoricalCrossentropy(
+                from_logits=activation != keras.activations.softmax,
+                reduction=reduction,
+            )
+        if regression and metrics == "auto":
+            metrics = []
         super().compile(optimizer=optimizer, loss=loss, metrics=metrics, **kwargs)
 
     def get_config(self):

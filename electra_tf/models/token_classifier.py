@@ -21,6 +21,7 @@ from electra_tf.models.in_memory import (
     in_memory_dataset,
     is_in_memory,
 )
+from electra_tf.models.loss_reduction import keras_reduction
 from electra_tf.models.text_classifier import ElectraTextClassifier
 from electra_tf.models.token_classifier_preprocessor import (
     ElectraTokenClassifierPreprocessor,
@@ -51,7 +52,8 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
 
     The default loss is cross-entropy on logits averaged over labelled words
     (`reduction="mean_with_sample_weight"`: other pieces and specials have
-    weight 0), and the default metric token accuracy over the same words.
+    weight 0; `compile(loss_reduction="sum")` sums it over them instead), and
+    the default metric token accuracy over the same words.
 
     Args:
         backbone: an `ElectraEncoder`.
@@ -139,13 +141,26 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
                 x, y, sample_weight = pad_rows(x, y, sample_weight, rows=rows)
         return keras.utils.pack_x_y_sample_weight(x, y, sample_weight)
 
-    def compile(self, optimizer="auto", loss="auto", *, metrics="auto", **kwargs):
-        """Adam(5e-5), masked cross-entropy and token accuracy for "auto"."""
+    def compile(
+        self,
+        optimizer="auto",
+        loss="auto",
+        *,
+        metrics="auto",
+        loss_reduction="mean",
+        **kwargs,
+    ):
+        """Adam(5e-5), masked cross-entropy and token accuracy for "auto".
+
+        `loss_reduction` reduces the "auto" loss over the labelled words:
+        "mean" or "sum" (the original ELECTRA's; `electra_tf.models.loss_reduction`).
+        """
+        reduction = keras_reduction(loss, loss_reduction, "mean_with_sample_weight")
         if optimizer == "auto":
             optimizer = keras.optimizers.Adam(5e-5)
         if loss == "auto":
             loss = keras.losses.SparseCategoricalCrossentropy(
-                from_logits=True, reduction="mean_with_sample_weight"
+                from_logits=True, reduction=reduction
             )
         if metrics == "auto":
             metrics = None

@@ -95,6 +95,19 @@ def _error(capsys, argv):
             "--hparams head_dropout does not apply to --task squad2 (the span head "
             "has no dropout)",
         ),
+        (
+            [*TAGGING, "--hparams", '{"loss_reduction": "total"}'],
+            "loss_reduction must be one of ('mean', 'sum'), got 'total'",
+        ),
+        (
+            [*GLUE, "--hparams", '{"loss_reduction": "Sum"}'],
+            "loss_reduction must be one of ('mean', 'sum'), got 'Sum'",
+        ),
+        (
+            ["--task", "squad1", *SQUAD, "--hparams", '{"loss_reduction": "sum"}'],
+            "--hparams loss_reduction does not apply to --task squad1 (the span "
+            "loss is the mean over the windows)",
+        ),
     ],
     ids=[
         "max-seq-length-2-tagging",
@@ -111,6 +124,9 @@ def _error(capsys, argv):
         "tfds-and-files-tagging",
         "hparams-pooling-tagging",
         "hparams-head-dropout-squad",
+        "hparams-loss-reduction-tagging",
+        "hparams-loss-reduction-glue",
+        "hparams-loss-reduction-squad",
     ],
 )
 def test_flags_that_do_not_fit_are_one_line(argv, message, capsys):
