@@ -275,9 +275,12 @@ def _our_task(task: str, args):
         elements = examples.elements
     else:
         from electra_tf.finetuning.tagging import (
+            TaggingConfig,
             build_token_classifier,
             load_tagging_data,
         )
+
+        config = TaggingConfig(**config.to_dict())
 
         directory = _data_dir(args, "brown_pos")
         data = load_tagging_data(directory / "train.conll", directory / "dev.conll")

@@ -88,7 +88,8 @@ def parse_args(argv=None):
         "encoder's length if shorter.")
     add("--hparams", help="JSON object of recipe fields: "
         'FinetuningConfig\'s (e.g. \'{"warmup_fraction": 0.05}\'); for SQuAD and MRQA, '
-        "QuestionAnsweringConfig's (e.g. doc_stride). Unknown keys are an error.")
+        "QuestionAnsweringConfig's (e.g. doc_stride); for tagging, TaggingConfig's "
+        "(segment_id). Unknown keys are an error.")
     add = parser.add_argument_group(
         "random initialisation (--pretrained none)").add_argument
     add("--preset", help=f"Model size to build (default: {DEFAULT.preset}), "

@@ -43,6 +43,21 @@ from electra_tf.finetuning.task import CLASSIFICATION_ONLY, FinetuningTask
 from electra_tf.models.token_classifier import ElectraTokenClassifier
 
 
+@dataclasses.dataclass(frozen=True)
+class TaggingConfig(FinetuningConfig):
+    """`FinetuningConfig` and tagging's own setting."""
+
+    # The segment of every window's tokens: 0 (as transformers' token
+    # classification) or 1 (as the original ELECTRA's tagging inputs);
+    # padding is 0 either way.
+    segment_id: int = 0
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.segment_id < 0:
+            raise ConfigError(f"segment_id must be >= 0, got {self.segment_id}")
+
+
 @dataclasses.dataclass
 class TaggingData:
     """The splits of one run and the tag set (the training file's tags)."""
@@ -66,6 +81,7 @@ class TaggingTask(FinetuningTask):
     """CoNLL tagging (`data`: a `TaggingData`)."""
 
     names = ("tagging",)
+    config_class = TaggingConfig
     settings_not_read = CLASSIFICATION_ONLY
     model_file = "tagger.keras"
 
@@ -94,6 +110,17 @@ class TaggingTask(FinetuningTask):
             splits = ("train", "dev", "test")
             data = load_tagging_data(*(f"{DEMO_TAGGING}/{s}.conll" for s in splits))
         return data, {"data": data.train.source}
+
+    @classmethod
+    def fit_recipe(cls, recipe, changes, architecture):
+        config = recipe.override(**changes)
+        segments = architecture["num_segments"]
+        if config.segment_id >= segments:
+            raise ConfigError(
+                f"segment_id is {config.segment_id}, but the encoder has "
+                f"{segments} segments (0 to {segments - 1})"
+            )
+        return config
 
     def score_definition(self) -> str:
         return "dev span f1 (BIO tags)" if self.data.span_tags else "dev token accuracy"
@@ -175,14 +202,14 @@ def load_tfds_tagging_data() -> TaggingData:
 
 
 def build_token_classifier(
-    tags: Sequence[str], config: FinetuningConfig, start: StartingPoint
+    tags: Sequence[str], config: TaggingConfig, start: StartingPoint
 ) -> ElectraTokenClassifier:
     """A tagger for `tags` on `start`'s encoder (`StartingPoint.build`), its
-    head's dropout the config's."""
+    head's dropout and its windows' segment the config's."""
     return start.build(
         ElectraTokenClassifier,
         config,
-        preprocessor_args={"tags": list(tags)},
+        preprocessor_args={"tags": list(tags), "segment_id": config.segment_id},
         dropout=config.head_dropout,
     )
 

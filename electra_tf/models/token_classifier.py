@@ -184,10 +184,13 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
         sequence_length=128,
         dtype=None,
         encoder_dropout=None,
+        segment_id=0,
         **kwargs,
     ):
         """A tagger on a keras-hub ELECTRA preset (our pre-training export),
-        with a new head for `tags`; see `ElectraTextClassifier.from_preset`.
+        with a new head for `tags`, its windows in segment `segment_id`
+        (`ElectraTokenClassifierPreprocessor`); see
+        `ElectraTextClassifier.from_preset`.
 
         Raises:
             PretrainedModelError: the directory is not a preset, or its
@@ -209,6 +212,7 @@ class ElectraTokenClassifier(CompileOnLoad, ShuffledFit, keras_hub.models.Task):
             classifier.preprocessor.tokenizer,
             tags=tags,
             sequence_length=sequence_length,
+            segment_id=segment_id,
         )
         return cls(backbone=classifier.backbone, preprocessor=preprocessor, **kwargs)
 

@@ -46,15 +46,18 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
        0 at other pieces, specials and padding, so the loss ignores them.
 
     Outputs are `(x, y, sample_weight)` with `x` the encoder's
-    `token_ids`, `segment_ids` (zeros) and `padding_mask` [windows,
-    sequence_length]; there are at least as many windows as sentences (empty
-    sentences have none). `windows()` also returns where each word is, to map
-    window outputs back to words.
+    `token_ids`, `segment_ids` (`segment_id` at every token, specials
+    included, 0 at padding) and `padding_mask` [windows, sequence_length];
+    there are at least as many windows as sentences (empty sentences have
+    none). `windows()` also returns where each word is, to map window outputs
+    back to words.
 
     Args:
         tokenizer: a `keras_hub.models.ElectraTokenizer`.
         tags: the tag set, in id order (e.g. `["O", "B-PER", "I-PER"]`).
         sequence_length: tokens per window (ELECTRA: 128 or 512).
+        segment_id: the windows' segment: 0 (transformers' token
+            classification) or 1 (the original ELECTRA's tagging inputs).
 
     Example:
     >>> vocabulary = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
@@ -74,13 +77,16 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
     backbone_cls = keras_hub.models.ElectraBackbone
     tokenizer_cls = keras_hub.models.ElectraTokenizer
 
-    def __init__(self, tokenizer, tags=(), sequence_length=128, **kwargs):
+    def __init__(self, tokenizer, tags=(), sequence_length=128, segment_id=0, **kwargs):
         super().__init__(**kwargs)
         self.tokenizer = tokenizer
         self.tags = list(tags)
         self.sequence_length = sequence_length
+        self.segment_id = segment_id
         if sequence_length < 3:
             raise ValueError(f"sequence_length must be >= 3, got {sequence_length}")
+        if segment_id < 0:
+            raise ValueError(f"segment_id must be >= 0, got {segment_id}")
         with tf.init_scope():
             self._tag_table = tf.lookup.StaticHashTable(
                 tf.lookup.KeyValueTensorInitializer(
@@ -222,10 +228,11 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
                 tf.where(column <= real, scattered, self.tokenizer.pad_token_id),
             ),
         )
+        padding_mask = column < real + 2
         return {
             "token_ids": token_ids,
-            "segment_ids": tf.zeros_like(token_ids),
-            "padding_mask": column < real + 2,
+            "segment_ids": tf.where(padding_mask, self.segment_id, 0),
+            "padding_mask": padding_mask,
             "words": words,
             "word_window": words.with_flat_values(word_window),
             "word_position": words.with_flat_values(word_position),
@@ -249,7 +256,13 @@ class ElectraTokenClassifierPreprocessor(keras_hub.models.Preprocessor):
 
     def get_config(self):
         config = super().get_config()
-        config.update({"tags": self.tags, "sequence_length": self.sequence_length})
+        config.update(
+            {
+                "tags": self.tags,
+                "sequence_length": self.sequence_length,
+                "segment_id": self.segment_id,
+            }
+        )
         return config
 
 

@@ -12,12 +12,15 @@ import numpy as np
 import pytest
 
 from electra_tf.cli import finetune_demo
-from electra_tf.config import FinetuningConfig
 from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning import pretraining_gain
 from electra_tf.finetuning.settings import DEMO_TAGGING, FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
-from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
+from electra_tf.finetuning.tagging import (
+    TaggingConfig,
+    TaggingTask,
+    load_tagging_data,
+)
 from electra_tf.finetuning.tagging_data import read_conll
 from electra_tf.models.encoder import ElectraEncoder
 from electra_tf.models.keras_hub_preset import save_keras_hub_preset
@@ -122,7 +125,7 @@ def test_the_arms_are_the_preset_and_the_same_architecture_freshly_drawn(
     flags = FinetuningFlags(pretrained=str(preset), preset=str(preset))
     task = TaggingTask(
         load_tagging_data(FIXTURE / "train.conll", FIXTURE / "dev.conll"),
-        FinetuningConfig(max_seq_length=32),
+        TaggingConfig(max_seq_length=32),
         StartingPoint.from_flags(flags),
     )
     test = read_conll(FIXTURE / "test.conll")

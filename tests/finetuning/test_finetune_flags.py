@@ -22,7 +22,7 @@ from electra_tf.finetuning.settings import (
     flag_overrides,
     resolve_finetuning_config,
 )
-from electra_tf.finetuning.tagging import TaggingTask
+from electra_tf.finetuning.tagging import TaggingConfig, TaggingTask
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 GLUE = ["--pretrained", "none", "--data-dir", str(REPO / "tests/fixtures/glue")]
@@ -242,7 +242,7 @@ def test_the_tagging_log_shows_only_settings_that_apply_to_tagging(
 
 def test_max_seq_length_flag_reaches_every_config():
     flags = FinetuningFlags(max_seq_length=96, epochs=2)
-    encoder = {"hidden_dim": 64, "max_sequence_length": 128}
+    encoder = {"hidden_dim": 64, "max_sequence_length": 128, "num_segments": 2}
     for kind in (ClassificationTask, TaggingTask, QuestionAnsweringTask):
         size, config = resolve_finetuning_config(
             flags, kind, encoder, jit_compile=False
@@ -276,14 +276,16 @@ def test_help_says_which_keys_hparams_takes_and_how_json_files_are_read(capsys):
     assert (
         "--hparams HPARAMS JSON object of recipe fields: FinetuningConfig's (e.g. "
         "'{\"warmup_fraction\": 0.05}'); for SQuAD and MRQA, QuestionAnsweringConfig's "
-        "(e.g. "
-        "doc_stride). Unknown keys are an error."
+        "(e.g. doc_stride); for tagging, TaggingConfig's (segment_id). Unknown keys "
+        "are an error."
     ) in text
     assert "JSON Lines (.jsonl; .json: lines or one array)" in text
     # The keys named there are the configs' own.
     assert "warmup_fraction" in {f.name for f in dataclasses.fields(FinetuningConfig)}
     assert "doc_stride" in {f.name for f in dataclasses.fields(QuestionAnsweringConfig)}
     assert "doc_stride" not in {f.name for f in dataclasses.fields(FinetuningConfig)}
+    assert "segment_id" in {f.name for f in dataclasses.fields(TaggingConfig)}
+    assert "segment_id" not in {f.name for f in dataclasses.fields(FinetuningConfig)}
 
 
 @pytest.mark.parametrize("task", ["sst2", "squad1"])

@@ -26,7 +26,7 @@ from electra_tf.finetuning.glue_readers import GlueExamples, TaskData
 from electra_tf.finetuning.glue_tasks import get_task
 from electra_tf.finetuning.settings import FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint, random_init_model
-from electra_tf.finetuning.tagging import build_token_classifier
+from electra_tf.finetuning.tagging import TaggingConfig, build_token_classifier
 from electra_tf.finetuning.trainer import (
     finetune_seed,
     make_optimizer,
@@ -175,7 +175,9 @@ def test_reinit_layers_redraws_only_the_top_blocks(tmp_path):
     assert classifier.backbone.transformer_layers[0].get_weights()[0].std() == 0.0
     # The tagger reads the same setting.
     tagger = build_token_classifier(
-        ["DET", "NOUN"], config.override(reinit_layers=2), StartingPoint(str(preset))
+        ["DET", "NOUN"],
+        TaggingConfig(**config.to_dict()).override(reinit_layers=2),
+        StartingPoint(str(preset)),
     )
     for layer in tagger.backbone.transformer_layers:
         assert 0.01 < layer.get_weights()[0].std() < 0.03

@@ -24,10 +24,16 @@ import electra_tf.finetuning.tagging_data
 import electra_tf.finetuning.tagging_metrics
 import electra_tf.models.token_classifier
 import electra_tf.models.token_classifier_preprocessor
-from electra_tf.config import FinetuningConfig
+from electra_tf.config import ConfigError
 from electra_tf.data.vocabulary import Vocabulary
+from electra_tf.finetuning.settings import FinetuningFlags, resolve_finetuning_config
 from electra_tf.finetuning.starting_point import StartingPoint
-from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
+from electra_tf.finetuning.tagging import (
+    TaggingConfig,
+    TaggingTask,
+    build_token_classifier,
+    load_tagging_data,
+)
 from electra_tf.finetuning.tagging_data import TaggingDataError, read_conll
 from electra_tf.finetuning.tagging_metrics import (
     is_span_tag_set,
@@ -241,6 +247,50 @@ def test_first_piece_carries_the_label_and_long_sentences_get_windows(tokenizer)
     assert y.numpy()[0, [1, 3, 4]].tolist() == [0, 1, 0]
     assert y.numpy()[2, 1] == 1
     assert x["padding_mask"].numpy().sum(1).tolist() == [6, 5, 3]
+    assert not x["segment_ids"].numpy().any()
+
+
+def test_segment_id_1_is_the_originals_tagging_input(vocabulary):
+    """`--hparams '{"segment_id": 1}'`: every real token (specials too) in
+    segment 1, padding in 0, as the original's tagging features; the encoder
+    reads it, and a saved tagger keeps it."""
+    flags = FinetuningFlags(task="tagging", hparams='{"segment_id": 1}')
+    encoder = {"hidden_dim": 64, "max_sequence_length": 128, "num_segments": 2}
+    _, config = resolve_finetuning_config(
+        flags, TaggingTask, encoder, jit_compile=False
+    )
+    assert config.segment_id == 1
+    model_config = get_preset("tiny").model.override(
+        vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=SEQUENCE_LENGTH
+    )
+    start = StartingPoint(None, model_config, Vocabulary(tuple(vocabulary)))
+    words = tf.ragged.constant([["under", "the"], ["the"]])
+    logits, weights = {}, {}
+    for segment_id in (0, 1):
+        keras.utils.set_random_seed(0)
+        tagger = build_token_classifier(
+            ["A", "B"], config.override(segment_id=segment_id), start
+        )
+        logits[segment_id] = np.concatenate(tagger.predict(words, verbose=0))
+        weights[segment_id] = tagger.get_weights()
+    x = tagger.preprocessor(words)
+    real = x["padding_mask"].numpy().astype(int)
+    assert x["segment_ids"].numpy().tolist() == real.tolist()
+    # The same weights, other logits: the segment reaches the encoder.
+    for first, second in zip(weights[0], weights[1]):
+        np.testing.assert_array_equal(first, second)
+    assert np.abs(logits[1] - logits[0]).max() > 1e-3
+    restored = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(tagger.preprocessor)
+    )
+    assert restored.segment_id == 1
+    with pytest.raises(ConfigError, match=r"^segment_id is 2, but the encoder has 2 "):
+        resolve_finetuning_config(
+            FinetuningFlags(task="tagging", hparams='{"segment_id": 2}'),
+            TaggingTask,
+            encoder,
+            jit_compile=False,
+        )
 
 
 def test_raw_text_words_and_character_offsets():
@@ -273,7 +323,7 @@ def tagging_run(vocabulary, tmp_path_factory):
     data = load_tagging_data(
         BROWN / "train.conll", BROWN / "dev.conll", BROWN / "test.conll"
     )
-    config = FinetuningConfig(
+    config = TaggingConfig(
         learning_rate=3e-3,
         epochs=1,
         batch_size=4,

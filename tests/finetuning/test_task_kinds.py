@@ -31,7 +31,11 @@ from electra_tf.finetuning.question_answering import (
     load_squad_data,
 )
 from electra_tf.finetuning.starting_point import StartingPoint
-from electra_tf.finetuning.tagging import TaggingTask, load_tagging_data
+from electra_tf.finetuning.tagging import (
+    TaggingConfig,
+    TaggingTask,
+    load_tagging_data,
+)
 from electra_tf.finetuning.task import FinetuningTask
 from electra_tf.finetuning.trainer import run_finetuning
 
@@ -92,7 +96,7 @@ CASES = {
             load_tagging_data(
                 *(BROWN / f"{s}.conll" for s in ("train", "dev", "test"))
             ),
-            FinetuningConfig(**SETTINGS),
+            TaggingConfig(**SETTINGS),
             START,
         ),
         inputs={"text": ["The jury said it.", "", "No evidence, they said"]},
