@@ -71,6 +71,35 @@ def labelled_tokens(batch, rng):
     ).astype("float32")
 
 
+def conll_preset(path, conll, max_sequence_length, weight=None):
+    """A `tiny`-preset encoder saved as a keras-hub preset at `path`, its
+    vocabulary the special tokens and the lower-cased words of the CoNLL file
+    `conll` (TINY_VOCABULARY_SIZE tokens); every weight `weight`, or drawn."""
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.finetuning.tagging_data import read_conll
+    from electra_tf.models.encoder import ElectraEncoder
+    from electra_tf.models.keras_hub_preset import save_keras_hub_preset
+    from electra_tf.presets import get_preset
+
+    words = sorted({w.lower() for s in read_conll(conll).words for w in s})
+    tokens = (["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + words)[
+        :TINY_VOCABULARY_SIZE
+    ]
+    tokens += [f"unused{i}" for i in range(TINY_VOCABULARY_SIZE - len(tokens))]
+    encoder = ElectraEncoder.discriminator_from_config(
+        get_preset("tiny").model.override(
+            vocabulary_size=TINY_VOCABULARY_SIZE,
+            max_sequence_length=max_sequence_length,
+        )
+    )
+    if weight is not None:
+        encoder.set_weights(
+            [np.full(w.shape, weight, "float32") for w in encoder.weights]
+        )
+    save_keras_hub_preset(encoder, Vocabulary(tuple(tokens)), str(path))
+    return path
+
+
 def encoder_inputs(token_ids, real=None):
     """The encoder's inputs for `token_ids` (one segment), padded past `real`
     tokens (None: past the [PAD] ids)."""

@@ -33,6 +33,10 @@ REPO = pathlib.Path(__file__).parents[2]
             ["--tasks", "--task-dir", "--core", "--precision"],
         ),
         ("studies.paper_experiments", ["--report-from", "--seeds-of", "--jobs"]),
+        (
+            "suite.finetune_faithfulness",
+            ["--pretrained", "--arms", "--rt-polarity-dir", "--threads"],
+        ),
     ],
 )
 def test_help_lists_the_flags(module, flags):

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from electra_tf.cli import finetune_demo
-from electra_tf.data.vocabulary import Vocabulary
 from electra_tf.finetuning import pretraining_gain
 from electra_tf.finetuning.settings import DEMO_TAGGING, FinetuningFlags
 from electra_tf.finetuning.starting_point import StartingPoint
@@ -22,10 +21,7 @@ from electra_tf.finetuning.tagging import (
     load_tagging_data,
 )
 from electra_tf.finetuning.tagging_data import read_conll
-from electra_tf.models.encoder import ElectraEncoder
-from electra_tf.models.keras_hub_preset import save_keras_hub_preset
-from electra_tf.presets import get_preset
-from tests.helpers import SUBPROCESS_TIMEOUT, TINY_VOCABULARY_SIZE
+from tests.helpers import SUBPROCESS_TIMEOUT, conll_preset
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "data" / "tasks" / "brown_pos"
@@ -72,27 +68,14 @@ def test_the_script_rebuilds_the_excerpt_byte_for_byte(tmp_path):
 # === The demo: both arms, end to end ===
 
 FIXTURE = REPO / "tests" / "fixtures" / "brown_pos"  # 15 / 8 / 5 sentences
-SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory):
     """A tiny encoder as a keras-hub preset, its vocabulary the fixture's
     words, every weight 0.5 (so a loaded weight is told from a drawn one)."""
-    words = sorted(
-        {w.lower() for s in read_conll(FIXTURE / "train.conll").words for w in s}
-    )
-    tokens = (SPECIAL + words)[:TINY_VOCABULARY_SIZE]
-    tokens += [f"unused{i}" for i in range(TINY_VOCABULARY_SIZE - len(tokens))]
-    encoder = ElectraEncoder.discriminator_from_config(
-        get_preset("tiny").model.override(
-            vocabulary_size=TINY_VOCABULARY_SIZE, max_sequence_length=32
-        )
-    )
-    encoder.set_weights([np.full(w.shape, 0.5, "float32") for w in encoder.weights])
     path = tmp_path_factory.mktemp("pretrained") / "discriminator"
-    save_keras_hub_preset(encoder, Vocabulary(tuple(tokens)), str(path))
-    return path
+    return conll_preset(path, FIXTURE / "train.conll", 32, weight=0.5)
 
 
 def test_the_arms_are_the_preset_and_the_same_architecture_freshly_drawn(
