@@ -113,13 +113,12 @@ def parse_args(argv=None):
 def main(args) -> int:
     finetune = load_library("electra_tf.finetuning.finetune").finetune
     output_dir, summary = finetune(flags_from(FinetuningFlags, args))
-    median = summary["median"]
     logging.info(
         "%s dev, median of %d seeds: %s (score %.4f = %s)",
         summary["task"],
         len(summary["seeds"]),
-        json.dumps(median["dev"]),
-        median["score"],
+        json.dumps(summary["median"]["dev"]),
+        summary["median"]["score"],
         summary["score_definition"],
     )
     logging.info("Metrics, predictions and SavedModel in %s", output_dir)
