@@ -101,10 +101,7 @@ def rate_units(setup: dict, key: str) -> list[str]:
     variant, pseed, step = encoder_parts(encoder)
     runs = setup.get("learning_rate_runs")
     if runs and pseed not in runs:
-        encoders = [
-            f"none-p{run}" if variant == "none" else f"{variant}-p{run}-s{step}"
-            for run in runs
-        ]
+        encoders = [encoder_name(variant, run, step) for run in runs]
     else:
         encoders = [encoder]
     return [
@@ -135,6 +132,11 @@ def learning_rate_seeds(setup: dict) -> list[int]:
     """The fine-tuning seeds run at every rate (default: all of them); the
     others run at the chosen rate only."""
     return setup.get("learning_rate_seeds") or setup["finetune_seeds"]
+
+
+def encoder_name(variant: str, pseed: int, step: int) -> str:
+    """The inverse of `encoder_parts`."""
+    return f"none-p{pseed}" if variant == "none" else f"{variant}-p{pseed}-s{step}"
 
 
 def encoder_parts(encoder: str) -> tuple[str, int, int]:
@@ -175,7 +177,7 @@ def plan_units(setup: dict) -> list[Unit]:
                 for t, task in enumerate(tasks):
                     for fseed in fseeds if final else fseeds[: setup["curve_seeds"]]:
                         for rate in _rates(setup, fseed, pseed):
-                            encoder = f"{name}-p{pseed}-s{step}"
+                            encoder = encoder_name(name, pseed, step)
                             key = finetuning_key(task, encoder, fseed, rate)
                             order = (t, rank, 1 if final else 2, ablation, given, key)
                             units.append(Unit(key, run, order, _after(setup, key)))
@@ -186,7 +188,9 @@ def plan_units(setup: dict) -> list[Unit]:
         for t, task in enumerate(tasks):
             for fseed in fseeds:
                 for rate in _rates(setup, fseed, pseed):
-                    key = finetuning_key(task, f"none-p{pseed}", fseed, rate)
+                    key = finetuning_key(
+                        task, encoder_name("none", pseed, 0), fseed, rate
+                    )
                     order = (t, rank, 0, False, -1, key)
                     units.append(Unit(key, None, order, _after(setup, key)))
     return units
