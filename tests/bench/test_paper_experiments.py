@@ -1301,3 +1301,32 @@ def test_the_report_records_the_checksums_of_what_the_study_read(tmp_path):
         str(path): hashlib.sha256(path.read_bytes()).hexdigest()
         for path in (task / "train.conll", data / "stats.json", corpus)
     }
+
+
+def test_a_tagging_unit_builds_its_tagger_from_a_tagging_config(monkeypatch):
+    """The tagging units' config is the product's `TaggingConfig` (its
+    segment_id read by the tagger), recorded with the unit."""
+    from electra_tf.data.vocabulary import Vocabulary
+    from electra_tf.finetuning import trainer
+
+    repo = pathlib.Path(__file__).parents[2]
+    pos_dir = str(repo / "tests/fixtures/brown_pos")
+    built = []
+
+    def finetune_seed(task, seed, verbose):
+        built.append(task.build_model())
+        return None, {"best_epoch": 1, "dev": {"dev": {"accuracy": 0.3}}}
+
+    monkeypatch.setattr(trainer, "finetune_seed", finetune_seed)
+    monkeypatch.setattr(
+        finetuning, "select_on_dev_then_test", lambda train, _: train()[1]
+    )
+    args = study.parse_args(
+        ["--preset", "tiny", "--tasks", "pos", "--pos-dir", pos_dir]
+    )
+    vocabulary = Vocabulary.from_file(repo / "electra_tf/assets/demo_vocab.txt")
+    data = {"vocabulary": vocabulary, "max_seq_length": 32}
+    setup = {"task_dirs": {"pos": pos_dir}, "precision": "float32"}
+    record = finetuning.finetune_unit(args, setup, "finetune.pos.none-p1.f1", data)
+    assert record["config"]["segment_id"] == 0
+    assert len(built) == 1 and built[0].count_params() > 0

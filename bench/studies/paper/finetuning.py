@@ -34,6 +34,11 @@ def finetune_unit(args, setup, key, data, store=None) -> dict:
     task = design.TASKS[task_name]
     base = design.setup_configs(args, data)
     _, recipe = recipe_for_width(base["model"].hidden_dim)
+    if task.kind == "tagging":
+        from electra_tf.finetuning.tagging import TaggingConfig
+
+        # Tagging's own fields too (segment_id), as the product's tagging runs.
+        recipe = TaggingConfig(**recipe.to_dict())
     # The product's choice (`--jit auto`): XLA on accelerators, graph mode on
     # a CPU. A unit's batches come in a dozen or more shapes, each an XLA
     # compilation in every new process: the recipe screen's fine-tuning units
