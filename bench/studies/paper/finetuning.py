@@ -33,12 +33,9 @@ def finetune_unit(args, setup, key, data, store=None) -> dict:
     task_name, encoder, fseed = finetuning_key_parts(key)
     task = design.TASKS[task_name]
     base = design.setup_configs(args, data)
-    _, recipe = recipe_for_width(base["model"].hidden_dim)
-    if task.kind == "tagging":
-        from electra_tf.finetuning.tagging import TaggingConfig
-
-        # Tagging's own fields too (segment_id), as the product's tagging runs.
-        recipe = TaggingConfig(**recipe.to_dict())
+    _, size_recipe = recipe_for_width(base["model"].hidden_dim)
+    # The kind's own config class (tagging's segment_id), as the product's runs.
+    recipe = _task_class(task.kind).recipe(size_recipe)
     # The product's choice (`--jit auto`): XLA on accelerators, graph mode on
     # a CPU. A unit's batches come in a dozen or more shapes, each an XLA
     # compilation in every new process: the recipe screen's fine-tuning units
@@ -78,6 +75,14 @@ def finetune_unit(args, setup, key, data, store=None) -> dict:
         "seconds": round(time.perf_counter() - started, 1),
         **results,
     }
+
+
+def _task_class(kind: str):
+    """The product's task class of a study task's kind."""
+    from electra_tf.finetuning.classification import ClassificationTask
+    from electra_tf.finetuning.tagging import TaggingTask
+
+    return {"tagging": TaggingTask, "classification": ClassificationTask}[kind]
 
 
 def _train(task_class, splits, config, pretrained, base, data, seed):
