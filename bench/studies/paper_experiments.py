@@ -37,7 +37,15 @@ from bench.studies.paper import design, report
 from bench.studies.paper.design import ASSETS, OBJECTIVES, TASKS
 from bench.studies.paper.finetuning import finetune_unit
 from bench.studies.paper.pretraining import pretrain_unit
-from bench.studies.paper.units import Store, Unit, plan_units, ready_units, to_run
+from bench.studies.paper.units import (
+    Store,
+    Unit,
+    of_run,
+    plan_units,
+    pretraining_key_parts,
+    ready_units,
+    to_run,
+)
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -118,6 +126,14 @@ def parse_args(argv=None):
     add("--output", default="bench/results/paper_experiments")
     add("--jobs", type=int, default=1, help="Units at a time.")
     add("--unit", help="Run this one unit (for --jobs).")
+    add(
+        "--set-aside",
+        default="",
+        metavar="RUNS",
+        help="Pre-training runs (pretrain.<variant>.p<seed>, comma-separated) whose "
+        "records, and their fine-tuning units', leave the study to be run again "
+        "(an encoder lost and not rebuildable); the report keeps them apart.",
+    )
     add("--report", action="store_true", help="Only rewrite the report.")
     add("--report-from", metavar="REPORT_JSON", help="Only rewrite it from that.")
     add("--threads", type=int, default=0, help="TensorFlow threads per pool.")
@@ -241,7 +257,8 @@ def write_report(args, setup, store) -> None:
     weights = report.encoder_weights(store, output.with_suffix(".json"))
     in_progress = report.runs_in_progress(setup, store)
     header = {**run_info(__file__), "inputs": design.input_checksums(setup)}
-    report.write_files(output, setup, store.all(), header, in_progress, weights)
+    aside = _set_aside_store(store).all()
+    report.write_files(output, setup, store.all(), header, in_progress, weights, aside)
 
 
 def report_from(path: str, output: str) -> None:
@@ -262,7 +279,9 @@ def report_from(path: str, output: str) -> None:
     }
     header = {**run_info(__file__), "units_from": source}
     header["inputs"] = earlier.get("inputs", {})  # what the units read
-    extras = [earlier.get(k, {}) for k in ("in_progress", "encoder_weights")]
+    extras = [
+        earlier.get(k, {}) for k in ("in_progress", "encoder_weights", "set_aside")
+    ]
     report.write_files(output, earlier["setup"], records, header, *extras)
 
 
@@ -280,7 +299,51 @@ def adopt_report(out_dir: pathlib.Path, store: Store, output: str) -> None:
     for key, record in report.records_from_report(earlier).items():
         if not store.done(key):
             store.write(key, record)
+    aside = _set_aside_store(store)
+    for key, record in earlier.get("set_aside", {}).items():
+        aside.write(key, record)
     print(f"carried on from {path}: {len(store.all())} units recorded", flush=True)
+
+
+def _set_aside_store(store: Store) -> Store:
+    return Store(store.directory.parent / "set_aside")
+
+
+def set_aside(store: Store, runs: str) -> None:
+    """Moves the records of each run in `runs` (and of its fine-tuning units)
+    out of the study, which then runs it again as a new run: an encoder lost
+    with a session's scratch space cannot be rebuilt on another CPU (its
+    kernels round differently), and one run's fine-tuning seeds must share one
+    encoder. A run set aside already is left alone: its records now are the
+    new run's."""
+    aside = _set_aside_store(store)
+    for run in filter(None, runs.split(",")):
+        try:
+            if not run.startswith("pretrain."):
+                raise ValueError(run)
+            name, pseed = pretraining_key_parts(run)
+        except ValueError:
+            raise SystemExit(
+                f"error: --set-aside {run}: not a pre-training run "
+                "(pretrain.<variant>.p<seed>)"
+            ) from None
+        if any(of_run(key, run) for key in aside.all()):
+            continue
+        out_dir = store.directory.parent
+        left = [out_dir / "runs" / f"{name}-p{pseed}"]
+        left += sorted((out_dir / "encoders").glob(f"{name}-p{pseed}-s*"))
+        for path in filter(pathlib.Path.exists, left):
+            raise SystemExit(
+                f"error: --set-aside {run}: {path} is the old run's, which the new "
+                "one would resume from or fine-tune; move it away first"
+            )
+        records = {k: r for k, r in store.all().items() if of_run(k, run)}
+        if not records:
+            raise SystemExit(f"error: --set-aside {run}: no unit of it is recorded")
+        for key, record in records.items():
+            aside.write(key, record)
+            store.path(key).unlink()
+        print(f"set aside {run}: {len(records)} units, to be run again", flush=True)
 
 
 def main(argv=None) -> int:
@@ -311,6 +374,7 @@ def main(argv=None) -> int:
         return 0
     adopt_report(out_dir, store, args.output)
     design.check_setup(out_dir, setup)
+    set_aside(store, args.set_aside)
     if args.report:
         write_report(args, setup, store)
         return 0

@@ -317,6 +317,116 @@ def test_a_study_in_a_new_directory_carries_on_from_its_report(tmp_path):
     assert not store.done("finetune.pos.none-p1.f1")
 
 
+def _study_with_electra_run_1(out_dir):
+    store = planning.Store(out_dir)
+    store.write("pretrain.electra.p1", {"kept": {}, "commit": "abc", "machine": "m"})
+    for fseed in (1, 2):
+        store.write(f"finetune.pos.electra-p1-s100.f{fseed}", {"seed": fseed})
+        store.write(f"finetune.pos.none-p1.f{fseed}", {"seed": fseed})
+    store.write("finetune.pos.electra-p2-s100.f1", {"seed": 1})
+    store.write("pretrain.electra.p2", {"kept": {}})
+    return store
+
+
+def test_a_run_set_aside_leaves_the_study_with_its_fine_tuning_units(tmp_path):
+    store = _study_with_electra_run_1(tmp_path)
+    study.set_aside(store, "pretrain.electra.p1")
+    aside = study._set_aside_store(store)
+    assert sorted(aside.all()) == [
+        "finetune.pos.electra-p1-s100.f1",
+        "finetune.pos.electra-p1-s100.f2",
+        "pretrain.electra.p1",
+    ]
+    # Run 2 and no pre-training's run 1 stay; the run is now to be run again.
+    assert sorted(store.all()) == [
+        "finetune.pos.electra-p2-s100.f1",
+        "finetune.pos.none-p1.f1",
+        "finetune.pos.none-p1.f2",
+        "pretrain.electra.p2",
+    ]
+    # Given again once the new run is recorded, the flag leaves the new records.
+    store.write("pretrain.electra.p1", {"kept": {}, "commit": "new"})
+    study.set_aside(store, "pretrain.electra.p1")
+    assert store.read("pretrain.electra.p1")["commit"] == "new"
+    assert aside.read("pretrain.electra.p1")["commit"] == "abc"
+
+
+@pytest.mark.parametrize(
+    "runs, message",
+    [
+        ("electra.p1", "not a pre-training run"),
+        ("pretrain.electra", "not a pre-training run"),
+        ("pretrain.electra.p3", "no unit of it is recorded"),
+    ],
+)
+def test_set_aside_names_a_run_it_cannot_set_aside(tmp_path, runs, message):
+    store = _study_with_electra_run_1(tmp_path)
+    before = store.all()
+    with pytest.raises(SystemExit, match=f"--set-aside {runs}: {message}"):
+        study.set_aside(store, runs)
+    assert store.all() == before  # nothing moved
+
+
+def test_set_aside_refuses_while_the_old_runs_checkpoints_or_encoders_are_there(
+    tmp_path,
+):
+    store = _study_with_electra_run_1(tmp_path)
+    for path in (
+        tmp_path / "encoders" / "electra-p1-s100",
+        tmp_path / "runs" / "electra-p1",
+    ):
+        path.mkdir(parents=True)
+        with pytest.raises(SystemExit, match=f"{path} is the old run's"):
+            study.set_aside(store, "pretrain.electra.p1")
+        assert store.done("pretrain.electra.p1")
+        path.rmdir()
+
+
+def test_the_report_keeps_runs_set_aside_apart_and_carries_them_on(tmp_path):
+    pytest.importorskip("matplotlib")
+    store = planning.Store(tmp_path / "study")
+    setup = _setup(tasks=["pos"])
+    history = [{"step": 100, "rtd_auc": 0.6}]
+    record = {"kept": {}, "held_out_history": history, "commit": "c1", "machine": "m1"}
+    store.write("pretrain.electra.p1", record)
+    for fseed in (1, 2):
+        store.write(f"finetune.pos.none-p1.f{fseed}", _run("none-p1", fseed, 0.8))
+        store.write(
+            f"finetune.pos.electra-p1-s100.f{fseed}",
+            _run("electra-p1-s100", fseed, 0.9),
+        )
+    study.set_aside(store, "pretrain.electra.p1")
+    output = tmp_path / "report"
+    study.write_report(argparse.Namespace(output=str(output)), setup, store)
+    written = json.loads(output.with_suffix(".json").read_text())
+    assert sorted(written["set_aside"]) == [
+        "finetune.pos.electra-p1-s100.f1",
+        "finetune.pos.electra-p1-s100.f2",
+        "pretrain.electra.p1",
+    ]
+    assert "electra@100" not in written["summary"]["pos"]  # out of every table
+    assert written["summary"]["pos"]["none@0"]["finetuning_runs"] == 2
+    text = output.with_suffix(".md").read_text()
+    assert (
+        "`pretrain.electra.p1` and 2 fine-tuning unit(s), run at commit c1 on m1"
+        in text
+    )
+    # A new directory carries the set-aside records on, still apart.
+    new = planning.Store(tmp_path / "new")
+    study.adopt_report(tmp_path / "new", new, str(output))
+    assert sorted(new.all()) == ["finetune.pos.none-p1.f1", "finetune.pos.none-p1.f2"]
+    assert study._set_aside_store(new).all() == written["set_aside"]
+    # And so does a report rewritten from the report.
+    again = tmp_path / "again"
+    study.main(
+        ["--report-from", str(output.with_suffix(".json")), "--output", str(again)]
+    )
+    assert (
+        json.loads(again.with_suffix(".json").read_text())["set_aside"]
+        == (written["set_aside"])
+    )
+
+
 def test_generators_get_electras_steps_and_objectives_its_flops():
     # Figure 3 compares generators at equal discriminator steps, Table 5
     # objectives at equal pre-training FLOPs.
@@ -1248,10 +1358,11 @@ def test_weight_scales_of_encoders_gone_from_disk_are_kept_from_the_last_report(
     tmp_path, monkeypatch
 ):
     store = planning.Store(tmp_path)
+    store.write("pretrain.mlm.p1", {"kept": {}})
     previous = tmp_path / "report.json"
-    previous.write_text(
-        json.dumps({"encoder_weights": {"mlm-p1-s2000": "old", "mlm-p1-s750": "old"}})
-    )
+    # electra's run 1 is not recorded (set aside): its old encoder's figure goes.
+    earlier = {"mlm-p1-s2000": "old", "mlm-p1-s750": "old", "electra-p1-s100": "old"}
+    previous.write_text(json.dumps({"encoder_weights": earlier}))
     kept = tmp_path / "encoders" / "mlm-p1-s2000"
     kept.mkdir(parents=True)
     (kept / "model.weights.h5").write_bytes(b"")

@@ -13,7 +13,12 @@ from bench.result_file import write_result
 from bench.studies.paper import plots
 from bench.studies.paper.design import TASKS, is_generator_ablation, label
 from bench.studies.paper.intervals import LEVEL, SAMPLES, comparisons, interval_text
-from bench.studies.paper.units import best_rate, encoder_parts, pretraining_key
+from bench.studies.paper.units import (
+    best_rate,
+    encoder_parts,
+    of_run,
+    pretraining_key,
+)
 
 # How many final epochs `late_gain` looks back over.
 LATE_EPOCHS = 3
@@ -196,8 +201,11 @@ def records_from_report(report: dict) -> dict[str, dict]:
     return {**records, **report["finetuning_runs"]}
 
 
-def write_files(output, setup, records, header, in_progress, weights) -> None:
-    """`<output>.json` (`header` first), `<output>.md` and the plots."""
+def write_files(
+    output, setup, records, header, in_progress, weights, set_aside=None
+) -> None:
+    """`<output>.json` (`header` first), `<output>.md` and the plots;
+    `set_aside`: the records of runs set aside, kept apart from the study's."""
     summary = summarise(setup, records)
     compared = comparisons(setup, summary)
     output = pathlib.Path(output)
@@ -219,10 +227,36 @@ def write_files(output, setup, records, header, in_progress, weights) -> None:
         "finetuning_runs": {
             k: r for k, r in records.items() if k.startswith("finetune.")
         },
+        "set_aside": set_aside or {},
     }
     write_result(output.with_suffix(".json"), report)
-    output.with_suffix(".md").write_text(markdown(setup, summary, compared, weights))
+    text = markdown(setup, summary, compared, weights) + set_aside_note(set_aside)
+    output.with_suffix(".md").write_text(text)
     plots.draw(setup, summary, output)
+
+
+def set_aside_note(set_aside: dict | None) -> str:
+    """The markdown lines naming each run set aside: its units, where and when
+    they ran (their records are in the report's `set_aside`)."""
+    if not set_aside:
+        return ""
+    lines = [
+        "",
+        "### Set aside",
+        "",
+        "Runs set aside to be run again from scratch (their records are in the "
+        "JSON report's `set_aside`, left out of every table above):",
+        "",
+    ]
+    runs = sorted(k for k in set_aside if k.startswith("pretrain."))
+    for run in runs:
+        units = [k for k in set_aside if of_run(k, run)]
+        record = set_aside[run]
+        lines.append(
+            f"- `{run}` and {len(units) - 1} fine-tuning unit(s), run at commit "
+            f"{record.get('commit')} on {record.get('machine')}"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def encoder_weights(store, previous_report: pathlib.Path) -> dict:
@@ -236,7 +270,13 @@ def encoder_weights(store, previous_report: pathlib.Path) -> dict:
     }
     if previous_report.exists():
         earlier = json.loads(previous_report.read_text()).get("encoder_weights", {})
-        measured = {**earlier, **measured}
+        # Only of runs still recorded: a run set aside and run again has new encoders.
+        recorded = {
+            name: scales
+            for name, scales in earlier.items()
+            if store.done(pretraining_key(*encoder_parts(name)[:2]))
+        }
+        measured = {**recorded, **measured}
 
     def by_step(name):  # electra-p2-s750 before electra-p2-s1500
         run, _, step = name.rpartition("-s")

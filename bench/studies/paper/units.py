@@ -58,6 +58,15 @@ def pretraining_key(name: str, pseed: int) -> str:
     return f"pretrain.{name}.p{pseed}"
 
 
+def of_run(key: str, run: str) -> bool:
+    """Whether unit `key` is pre-training run `run` or fine-tunes one of its
+    encoders (every kept step)."""
+    if key.startswith("pretrain."):
+        return key == run
+    variant, pseed, _ = encoder_parts(finetuning_key_parts(key)[1])
+    return (variant, pseed) == pretraining_key_parts(run)
+
+
 def pretraining_key_parts(key: str) -> tuple[str, int]:
     """Split from the right: variant names hold dots (`electra_generator_0.25`)."""
     name, pseed = key.removeprefix("pretrain.").rsplit(".p", 1)
