@@ -703,14 +703,16 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
     setup = _setup(tasks=["pos"])
     records = {
         "pretrain.electra.p1": {
+            "variant": "electra",
             "kept": {
                 "100": {"encoder": "electra-p1-s100", "flops": 9.0, "held_out": {}}
-            }
+            },
         },
         "pretrain.electra.p2": {
+            "variant": "electra",
             "kept": {
                 "100": {"encoder": "electra-p2-s100", "flops": 9.0, "held_out": {}}
-            }
+            },
         },
     }
     for pseed in (1, 2):
@@ -741,6 +743,14 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
     # Each row names the code its units ran and their machines.
     row = next(line for line in table.splitlines() if line.startswith("| ELECTRA"))
     assert row.endswith("| 0.001 | commit1 x2, commit2 x2 | not recorded |")
+    # This setup counts no executed FLOPs for ELECTRA: unknown, not zero;
+    # no pre-training executes none.
+    assert row.startswith("| ELECTRA | 100 | 9 | - |")
+    none = next(line for line in table.splitlines() if line.startswith("| no pre"))
+    assert none.startswith("| no pre-training | 0 | 0 | 0 |")
+    setup["executed_flops_per_sequence"] = {"electra": 2.0}
+    summary = reporting.summarise(setup, records)["pos"]
+    assert summary["electra@100"]["executed_flops"] == 100 * setup["batch_size"] * 2
 
 
 def test_late_gain_is_what_the_last_three_epochs_added_to_the_best_dev_score():

@@ -34,6 +34,13 @@ HELD_OUT_SCORES = (
 )
 
 
+def _executed(flops) -> str:
+    """Executed FLOPs, or "-" for an arm this invocation did not name: its
+    per-sequence count comes from the study's setup, which knows only the
+    arms it runs (a report rewritten with every arm gives them all)."""
+    return "-" if flops is None else f"{flops:.3g}"
+
+
 def summarise(setup: dict, records: dict[str, dict]) -> dict:
     """Per task and encoder group, every run's test and dev score."""
     kept = {}  # encoder: (paper FLOPs, executed FLOPs, held-out scores)
@@ -382,7 +389,7 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
             per_run = _values(p["test_mean_per_pretraining_run"].values())
             lines.append(
                 f"| {label(p['variant'])} | {p['step']} | {p['flops']:.3g} | "
-                f"{p['executed_flops'] or 0:.3g} | {_runs(p['runs'])} | "
+                f"{_executed(p['executed_flops'])} | {_runs(p['runs'])} | "
                 f"{p['test_mean']:.4f} ± {p['test_std']:.4f} | {per_run} | "
                 f"{held_out_score(p)} | {p['dev_mean']:.4f} | "
                 f"{_score(p.get('train_mean'))} | {p['best_epoch_is_last']} of "
