@@ -753,6 +753,42 @@ def test_summary_groups_runs_by_pretraining_run_and_compares_with_electra():
     assert summary["electra@100"]["executed_flops"] == 100 * setup["batch_size"] * 2
 
 
+def test_a_recipe_study_compares_each_recipe_with_no_pretraining_and_mlm():
+    setup = _setup(tasks=["pos"])
+    setup["kept_steps"] = {"mlm": [100], "mask": [100], "decay": [100]}
+    records = {}
+    for arm, score in (("mlm", 0.96), ("mask", 0.95), ("decay", 0.94)):
+        for pseed in (1, 2):
+            records[f"pretrain.{arm}.p{pseed}"] = {
+                "variant": arm,
+                "kept": {
+                    "100": {
+                        "encoder": f"{arm}-p{pseed}-s100",
+                        "flops": 9.0,
+                        "held_out": {},
+                    }
+                },
+            }
+            for fseed in (1, 2):
+                encoder = f"{arm}-p{pseed}-s100"
+                run = _run(encoder, fseed, score + 0.001 * (pseed + fseed))
+                records[f"finetune.pos.{encoder}.f{fseed}"] = run
+    for pseed in (1, 2):
+        for fseed in (1, 2):
+            run = _run(f"none-p{pseed}", fseed, 0.92 + 0.001 * (pseed + fseed))
+            records[f"finetune.pos.none-p{pseed}.f{fseed}"] = run
+    summary = {"pos": reporting.summarise(setup, records)["pos"]}
+    compared = intervals.comparisons(setup, summary)["pos"]
+    # No arm named ELECTRA: each recipe against each baseline, nothing else.
+    assert set(compared) == {"mask - none", "mask - mlm", "decay - none", "decay - mlm"}
+    assert compared["mask - none"]["difference"] == pytest.approx(0.03)
+    assert compared["decay - mlm"]["difference"] == pytest.approx(-0.02)
+    assert compared["mask - none"]["bootstrap"]["low"] > 0
+    assert compared["decay - mlm"]["bootstrap"]["high"] < 0
+    table = reporting.markdown(setup, summary, {"pos": compared})
+    assert "mask - none: +0.0300, 95% two-level bootstrap [" in table
+
+
 def test_late_gain_is_what_the_last_three_epochs_added_to_the_best_dev_score():
     def epochs(*scores):
         return [{"score": x} for x in scores]

@@ -1,4 +1,5 @@
-"""ELECTRA minus another arm, with two 95% intervals (`compare`).
+"""One arm minus another (ELECTRA minus the rest; every other pre-trained
+arm minus no pre-training and MLM), with two 95% intervals (`compare`).
 
 An arm's score is the mean of its pre-training runs' means (each run's mean
 over its fine-tuning seeds). The arms' runs are independent, so both
@@ -72,8 +73,14 @@ def compare(a: dict, b: dict, samples=SAMPLES, seed=0) -> dict:
     return found
 
 
+BASELINES = ("none", "mlm")
+
+
 def comparisons(setup, summary) -> dict:
-    """ELECTRA against every other final point, per task."""
+    """Per task, ELECTRA against every other final point, and every other
+    pre-trained arm (a recipe, a generator) against each baseline: a recipe
+    study has no arm named ELECTRA, and its question is whether a recipe
+    beats no pre-training and MLM."""
     found = {}
     for task, points in summary.items():
         finals = {}
@@ -82,10 +89,19 @@ def comparisons(setup, summary) -> dict:
                 runs = finals[point["variant"]] = {}
                 for run in point["runs"]:
                     runs.setdefault(run["pretraining_seed"], []).append(run["test"])
+        pairs = []
         if "electra" in finals:
-            electra = finals.pop("electra")
+            pairs = [("electra", o) for o in finals if o != "electra"]
+        pairs += [
+            (arm, base)
+            for arm in finals
+            if arm not in ("electra", *BASELINES)
+            for base in BASELINES
+            if base in finals
+        ]
+        if pairs:
             found[task] = {
-                f"electra - {o}": compare(electra, r) for o, r in finals.items()
+                f"{a} - {b}": compare(finals[a], finals[b]) for a, b in pairs
             }
     return found
 

@@ -363,7 +363,8 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
         "the row's fine-tuning units started with (`+changes`: with "
         "uncommitted changes) and the machines they recorded.",
         "",
-        f"ELECTRA minus another arm (each arm: the mean of its pre-training "
+        "ELECTRA minus another arm, and every other pre-trained arm minus no "
+        "pre-training and MLM (each arm: the mean of its pre-training "
         f"runs' means), with {LEVEL:.0%} intervals, both unpaired (the arms' "
         "runs are independent): a two-level bootstrap (each arm on its own, "
         "its pre-training runs drawn with replacement, then each drawn run's "
