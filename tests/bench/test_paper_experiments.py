@@ -779,8 +779,16 @@ def test_a_recipe_study_compares_each_recipe_with_no_pretraining_and_mlm():
             records[f"finetune.pos.none-p{pseed}.f{fseed}"] = run
     summary = {"pos": reporting.summarise(setup, records)["pos"]}
     compared = intervals.comparisons(setup, summary)["pos"]
-    # No arm named ELECTRA: each recipe against each baseline, nothing else.
-    assert set(compared) == {"mask - none", "mask - mlm", "decay - none", "decay - mlm"}
+    # No arm named ELECTRA: each recipe against each baseline, and MLM
+    # against no pre-training, nothing else.
+    assert set(compared) == {
+        "mask - none",
+        "mask - mlm",
+        "decay - none",
+        "decay - mlm",
+        "mlm - none",
+    }
+    assert compared["mlm - none"]["difference"] == pytest.approx(0.04)
     assert compared["mask - none"]["difference"] == pytest.approx(0.03)
     assert compared["decay - mlm"]["difference"] == pytest.approx(-0.02)
     assert compared["mask - none"]["bootstrap"]["low"] > 0

@@ -80,7 +80,8 @@ def comparisons(setup, summary) -> dict:
     """Per task, ELECTRA against every other final point, and every other
     pre-trained arm (a recipe, a generator) against each baseline: a recipe
     study has no arm named ELECTRA, and its question is whether a recipe
-    beats no pre-training and MLM."""
+    beats no pre-training and MLM; there MLM is also compared with no
+    pre-training, the gain a recipe is measured against."""
     found = {}
     for task, points in summary.items():
         finals = {}
@@ -99,6 +100,8 @@ def comparisons(setup, summary) -> dict:
             for base in BASELINES
             if base in finals
         ]
+        if "electra" not in finals and all(base in finals for base in BASELINES):
+            pairs.append(BASELINES[::-1])
         if pairs:
             found[task] = {
                 f"{a} - {b}": compare(finals[a], finals[b]) for a, b in pairs

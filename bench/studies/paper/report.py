@@ -364,7 +364,8 @@ def markdown(setup, summary, compared, encoder_weights=None) -> str:
         "uncommitted changes) and the machines they recorded.",
         "",
         "ELECTRA minus another arm, and every other pre-trained arm minus no "
-        "pre-training and MLM (each arm: the mean of its pre-training "
+        "pre-training and MLM (with no ELECTRA arm, MLM minus no pre-training "
+        "too; each arm: the mean of its pre-training "
         f"runs' means), with {LEVEL:.0%} intervals, both unpaired (the arms' "
         "runs are independent): a two-level bootstrap (each arm on its own, "
         "its pre-training runs drawn with replacement, then each drawn run's "
