@@ -8,9 +8,11 @@ experiment's tables in docs/research/paper-experiments.md, the parts in
 Every unit (`pretrain.<variant>.p<seed>`, `finetune.<task>.<encoder>.f<seed>`) is
 recorded as a JSON file under `<out-dir>/units/`; a rerun skips recorded units
 and resumes a killed pre-training run from its newest checkpoint. `--jobs N` runs
-N units at a time, each a process pinned to one core. `<output>.json`, `.md` and
-`_<task>.png` are rewritten after every unit, by `--report`, and from an earlier
-report alone by `--report-from`. Smoke run (27 minutes on 2 shared cores):
+N units at a time, each a process pinned to one core (with `--pretrain-alone`,
+pre-training runs one at a time on every core, nothing beside them).
+`<output>.json`, `.md` and `_<task>.png` are rewritten after every unit, by
+`--report`, and from an earlier report alone by `--report-from`. Smoke run (27
+minutes on 2 shared cores):
 
     python -m bench.studies.paper_experiments --preset tiny \\
         --corpus electra_tf/assets/corpus/brown.txt.gz --electra-steps 20 \\
@@ -127,6 +129,14 @@ def parse_args(argv=None):
     add("--jobs", type=int, default=1, help="Units at a time.")
     add("--unit", help="Run this one unit (for --jobs).")
     add(
+        "--pretrain-alone",
+        action="store_true",
+        help="With --jobs 2 or more: fine-tuning units fill the slots first, and a "
+        "pre-training run starts only when nothing runs, then alone on every core "
+        "(on a 2-core EPYC two pre-training runs side by side each took 2.5x as "
+        "long a step: docs/research/recipe-study.md).",
+    )
+    add(
         "--set-aside",
         default="",
         metavar="RUNS",
@@ -187,6 +197,12 @@ def schedule(args, setup, store, launch=None) -> None:
         ready = [
             u for u in ready_units(units, store, set(running)) if u.key not in failed
         ]
+        if getattr(args, "pretrain_alone", False):
+            for unit, slot in starts_alone(ready, running, args.jobs):
+                running[unit.key] = (launch(unit.key, slot), slot)
+                where = "alone" if slot is None else f"on slot {slot}"
+                print(f"unit {unit.key} started {where}", flush=True)
+            ready = []
         for slot in range(args.jobs):
             if slot in {s for _, s in running.values()}:
                 continue
@@ -203,6 +219,19 @@ def schedule(args, setup, store, launch=None) -> None:
     left = [u.key for u in units if not store.done(u.key)]
     if left:
         print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
+
+
+def starts_alone(ready: list[Unit], running: dict, jobs: int) -> list[tuple]:
+    """`--pretrain-alone`: the (unit, slot) pairs to start now. Ready fine-tuning
+    units take the free slots; a pre-training run starts only when nothing runs,
+    in slot None (every core), and nothing starts beside it."""
+    if any(key.startswith("pretrain.") for key in running):
+        return []
+    tuning = [u for u in ready if not u.key.startswith("pretrain.")]
+    if tuning:
+        taken = {slot for _, slot in running.values()}
+        return list(zip(tuning, [s for s in range(jobs) if s not in taken]))
+    return [(ready[0], None)] if ready and not running else []
 
 
 def _first_kind(slot: int, key: str) -> bool:
@@ -235,12 +264,16 @@ def _adopted(store: Store, key: str):
 
 
 def _launch_process(key, slot, out_dir):
+    """A unit's process, pinned to one core with one thread a pool; in slot None
+    (`--pretrain-alone`) on every core with TensorFlow's own thread counts."""
     command = [sys.executable, "-m", "bench.studies.paper_experiments", *sys.argv[1:]]
-    command += ["--unit", key, "--threads", "1", "--jobs", "1"]
+    command += ["--unit", key, "--jobs", "1"]
+    cores = sorted(os.sched_getaffinity(0))
+    if slot is not None:
+        command += ["--threads", "1"]
+        cores = [cores[slot % len(cores)]]
     log = pathlib.Path(out_dir) / "logs" / f"{key}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    cores = sorted(os.sched_getaffinity(0))
-    core = cores[slot % len(cores)]
     with open(log, "a") as output:
         return subprocess.Popen(
             command,
@@ -248,7 +281,7 @@ def _launch_process(key, slot, out_dir):
             stdout=output,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": str(REPO)},
-            preexec_fn=lambda: os.sched_setaffinity(0, {core}),
+            preexec_fn=lambda: os.sched_setaffinity(0, set(cores)),
         )
 
 

@@ -555,6 +555,57 @@ def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
     assert "not done" in output
 
 
+class _Timed(_Stub):
+    """A runner whose units run for a few polls, noting what ran beside each."""
+
+    def __init__(self, store):
+        super().__init__(store)
+        self.live, self.beside, self.slots = set(), {}, {}
+
+    def __call__(self, key, slot):
+        super().__call__(key, slot)
+        self.slots[key] = slot
+        self.beside[key] = set(self.live)
+        for other in self.live:
+            self.beside[other].add(key)
+        self.live.add(key)
+        polls = iter([None, None])
+
+        def poll():
+            code = next(polls, 0)
+            if code == 0:
+                self.live.discard(key)
+            return code
+
+        return types.SimpleNamespace(poll=poll)
+
+
+def test_pretrain_alone_runs_each_pre_training_with_nothing_beside_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(study, "write_report", lambda *a: None)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    store = planning.Store(tmp_path)
+    setup = _setup()
+    runner = _Timed(store)
+    args = _args(tmp_path)
+    args.pretrain_alone = True
+    study.schedule(args, setup, store, launch=runner)
+    assert sorted(runner.started) == sorted(u.key for u in planning.plan_units(setup))
+    pretraining = [k for k in runner.started if k.startswith("pretrain.")]
+    assert pretraining and all(not runner.beside[k] for k in pretraining)
+    assert all(runner.slots[k] is None for k in pretraining)
+    # Fine-tuning units do run two at a time, each in a slot of its own.
+    tuning = [k for k in runner.started if not k.startswith("pretrain.")]
+    assert any(runner.beside[k] for k in tuning)
+    assert {runner.slots[k] for k in tuning} == {0, 1}
+    # Without the flag the same study runs a pre-training run beside another unit.
+    store = planning.Store(tmp_path / "shared")
+    runner = _Timed(store)
+    study.schedule(_args(tmp_path), setup, store, launch=runner)
+    assert any(runner.beside[k] for k in runner.started if k.startswith("pretrain."))
+
+
 def test_a_restarted_schedule_waits_for_the_units_left_running_in_their_slots(
     tmp_path, monkeypatch, capsys
 ):
