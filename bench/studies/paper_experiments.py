@@ -197,21 +197,11 @@ def schedule(args, setup, store, launch=None) -> None:
         ready = [
             u for u in ready_units(units, store, set(running)) if u.key not in failed
         ]
-        if getattr(args, "pretrain_alone", False):
-            for unit, slot in starts_alone(ready, running, args.jobs):
-                running[unit.key] = (launch(unit.key, slot), slot)
-                where = "alone" if slot is None else f"on slot {slot}"
-                print(f"unit {unit.key} started {where}", flush=True)
-            ready = []
-        for slot in range(args.jobs):
-            if slot in {s for _, s in running.values()}:
-                continue
-            unit = pick_unit(ready, slot, args.jobs)
-            if unit is None:
-                break
-            ready.remove(unit)
+        starts = starts_alone if args.pretrain_alone else starts_by_kind
+        for unit, slot in starts(ready, running, args.jobs):
             running[unit.key] = (launch(unit.key, slot), slot)
-            print(f"unit {unit.key} started on slot {slot}", flush=True)
+            where = "alone" if slot is None else f"on slot {slot}"
+            print(f"unit {unit.key} started {where}", flush=True)
         if not running:
             break
         time.sleep(2)
@@ -219,6 +209,22 @@ def schedule(args, setup, store, launch=None) -> None:
     left = [u.key for u in units if not store.done(u.key)]
     if left:
         print(f"{len(left)} unit(s) not done: {', '.join(left[:5])}...", flush=True)
+
+
+def starts_by_kind(ready: list[Unit], running: dict, jobs: int) -> list[tuple]:
+    """The (unit, slot) pairs to start now: each free slot takes a unit of its
+    kind first (`pick_unit`)."""
+    taken = {slot for _, slot in running.values()}
+    ready, pairs = list(ready), []
+    for slot in range(jobs):
+        if slot in taken:
+            continue
+        unit = pick_unit(ready, slot, jobs)
+        if unit is None:
+            break
+        ready.remove(unit)
+        pairs.append((unit, slot))
+    return pairs
 
 
 def starts_alone(ready: list[Unit], running: dict, jobs: int) -> list[tuple]:

@@ -505,8 +505,10 @@ def _keep_encoders(store, key, setup):
         (encoder / "config.json").write_text("{}")
 
 
-def _args(tmp_path, jobs=2):
-    return argparse.Namespace(jobs=jobs, output=str(tmp_path / "report"))
+def _args(tmp_path, jobs=2, pretrain_alone=False):
+    return argparse.Namespace(
+        jobs=jobs, output=str(tmp_path / "report"), pretrain_alone=pretrain_alone
+    )
 
 
 def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
@@ -588,9 +590,7 @@ def test_pretrain_alone_runs_each_pre_training_with_nothing_beside_it(
     store = planning.Store(tmp_path)
     setup = _setup()
     runner = _Timed(store)
-    args = _args(tmp_path)
-    args.pretrain_alone = True
-    study.schedule(args, setup, store, launch=runner)
+    study.schedule(_args(tmp_path, pretrain_alone=True), setup, store, launch=runner)
     assert sorted(runner.started) == sorted(u.key for u in planning.plan_units(setup))
     pretraining = [k for k in runner.started if k.startswith("pretrain.")]
     assert pretraining and all(not runner.beside[k] for k in pretraining)
