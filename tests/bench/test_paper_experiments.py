@@ -511,11 +511,16 @@ def _args(tmp_path, jobs=2, pretrain_alone=False):
     )
 
 
-def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
-    tmp_path, monkeypatch
-):
+@pytest.fixture
+def quiet_scheduler(monkeypatch):
+    """`schedule` with no report written and no pause between polls."""
     monkeypatch.setattr(study, "write_report", lambda *a: None)
     monkeypatch.setattr(study.time, "sleep", lambda s: None)
+
+
+def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
+    tmp_path, quiet_scheduler
+):
     store = planning.Store(tmp_path)
     setup = _setup()
     runner = _Stub(store)
@@ -527,9 +532,7 @@ def test_schedule_runs_every_unit_once_and_a_rerun_redoes_nothing(
     assert again.started == []
 
 
-def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
-    monkeypatch.setattr(study, "write_report", lambda *a: None)
-    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+def test_schedule_resumes_with_what_is_missing(tmp_path, quiet_scheduler):
     store = planning.Store(tmp_path)
     setup = _setup()
     done = ["pretrain.electra.p1", "finetune.pos.electra-p1-s100.f1"]
@@ -543,10 +546,8 @@ def test_schedule_resumes_with_what_is_missing(tmp_path, monkeypatch):
 
 
 def test_a_failed_unit_is_reported_not_retried_and_blocks_its_dependants(
-    tmp_path, monkeypatch, capsys
+    tmp_path, quiet_scheduler, capsys
 ):
-    monkeypatch.setattr(study, "write_report", lambda *a: None)
-    monkeypatch.setattr(study.time, "sleep", lambda s: None)
     store = planning.Store(tmp_path)
     runner = _Stub(store, fail={"pretrain.mlm.p1"})
     study.schedule(_args(tmp_path), _setup(), store, launch=runner)
@@ -583,10 +584,8 @@ class _Timed(_Stub):
 
 
 def test_pretrain_alone_runs_each_pre_training_with_nothing_beside_it(
-    tmp_path, monkeypatch
+    tmp_path, quiet_scheduler
 ):
-    monkeypatch.setattr(study, "write_report", lambda *a: None)
-    monkeypatch.setattr(study.time, "sleep", lambda s: None)
     store = planning.Store(tmp_path)
     setup = _setup()
     runner = _Timed(store)
